@@ -51,18 +51,23 @@ class AttentionBatch:
         n = self.seq_lens.shape[0]
         if self.query_start_loc.shape[0] != n + 1:
             raise ValueError(
-                f"query_start_loc must have num_seqs + 1 = {n + 1} entries, got {self.query_start_loc.shape[0]}"
+                f"query_start_loc must have num_seqs + 1 = {n + 1} entries, "
+                f"got {self.query_start_loc.shape[0]}"
             )
         if self.block_table.shape[0] != n:
-            raise ValueError(f"block_table must have one row per sequence ({n}), got {self.block_table.shape[0]}")
+            raise ValueError(
+                f"block_table must have one row per sequence ({n}), got {self.block_table.shape[0]}"
+            )
         starts = self.query_start_loc.tolist()
         lens = self.seq_lens.tolist()
         if starts[0] != 0:
             raise ValueError(f"query_start_loc must start at 0, got {starts[0]}")
-        qlens = [b - a for a, b in zip(starts[:-1], starts[1:])]
-        for i, (q, s) in enumerate(zip(qlens, lens)):
+        qlens = [b - a for a, b in zip(starts[:-1], starts[1:], strict=True)]
+        for i, (q, s) in enumerate(zip(qlens, lens, strict=True)):
             if q < 0:
-                raise ValueError(f"query_start_loc must not decrease (sequence {i}: {starts[i]} -> {starts[i + 1]})")
+                raise ValueError(
+                    f"query_start_loc must not decrease (sequence {i}: {starts[i]} -> {starts[i + 1]})"
+                )
             if s < q:
                 raise ValueError(
                     f"seq_lens[{i}] = {s} is smaller than its {q} new query tokens; seq_lens counts every "
@@ -86,7 +91,10 @@ class AttentionBatch:
         Rows of ``block_table`` given as lists may have different lengths; they are padded with 0.
         """
         if len(query_lens) != len(seq_lens):
-            raise ValueError(f"query_lens ({len(query_lens)}) and seq_lens ({len(seq_lens)}) must have one entry per sequence")
+            raise ValueError(
+                f"query_lens ({len(query_lens)}) and seq_lens ({len(seq_lens)}) "
+                "must have one entry per sequence"
+            )
         if any(int(q) < 0 for q in query_lens) or any(int(s) < 0 for s in seq_lens):
             raise ValueError("query_lens and seq_lens must be >= 0")
         if not isinstance(block_table, torch.Tensor):
@@ -132,7 +140,7 @@ class AttentionBatch:
     @property
     def context_lens(self) -> list[int]:
         """Tokens already cached before this step, per sequence."""
-        return [s - q for s, q in zip(self._seq_lens, self._query_lens)]
+        return [s - q for s, q in zip(self._seq_lens, self._query_lens, strict=True)]
 
     @property
     def max_query_len(self) -> int:
@@ -164,14 +172,15 @@ class AttentionBatch:
                 lo, hi = int(row.min()), int(row.max())
                 if lo < 0 or hi >= num_blocks:
                     raise ValueError(
-                        f"block_table row {i} uses block id {lo if lo < 0 else hi}; valid ids are 0..{num_blocks - 1}"
+                        f"block_table row {i} uses block id {lo if lo < 0 else hi}; "
+                        f"valid ids are 0..{num_blocks - 1}"
                     )
 
     def positions(self) -> torch.Tensor:
         """Absolute position of every query token, ``[num_tokens]`` int64."""
         parts = [
             torch.arange(s - q, s, dtype=torch.int64)
-            for q, s in zip(self._query_lens, self._seq_lens)
+            for q, s in zip(self._query_lens, self._seq_lens, strict=True)
         ]
         out = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
         return out.to(self.device)

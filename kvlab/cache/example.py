@@ -92,7 +92,9 @@ def build_paged_example(
         kv_source: draws K/V (default :func:`standard_normal_kv`).
     """
     if len(query_lens) != len(seq_lens):
-        raise ValueError(f"query_lens ({len(query_lens)}) and seq_lens ({len(seq_lens)}) must have the same length")
+        raise ValueError(
+            f"query_lens ({len(query_lens)}) and seq_lens ({len(seq_lens)}) must have the same length"
+        )
     require_positive_int(block_size, "block_size")
     require_positive_int(spare_blocks, "spare_blocks", minimum=1)
     sch = get_scheme(scheme, kv_dtype)
@@ -131,7 +133,8 @@ def build_paged_example(
     del all_k, all_v
 
     batch = AttentionBatch.from_lengths(list(query_lens), list(seq_lens), table, device=device)
-    query = torch.randn(batch.num_tokens, num_q_heads, head_size, generator=gen, device=device).to(query_dtype)
+    query = torch.randn(batch.num_tokens, num_q_heads, head_size, generator=gen, device=device)
+    query = query.to(query_dtype)
     return PagedExample(
         query=query,
         keys=keys,

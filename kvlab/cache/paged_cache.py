@@ -96,14 +96,19 @@ class PagedKVCache:
             if not t.is_contiguous():
                 raise ValueError(f"{name} must be contiguous")
         if self.value.device != self.key.device:
-            raise ValueError(f"key and value must be on one device, got {self.key.device} and {self.value.device}")
+            raise ValueError(
+                f"key and value must be on one device, got {self.key.device} and {self.value.device}"
+            )
         if self.scheme.has_token_head_scales:
             for name, s in (("key_scale", self.key_scale), ("value_scale", self.value_scale)):
                 if s is None:
-                    raise ValueError(f"scheme {self.scheme.name!r} needs {name} [num_blocks, block_size, num_kv_heads]")
+                    raise ValueError(
+                        f"scheme {self.scheme.name!r} needs {name} [num_blocks, block_size, num_kv_heads]"
+                    )
                 if tuple(s.shape) != tuple(self.key.shape[:3]) or s.dtype != torch.float32:
                     raise ValueError(
-                        f"{name} must be float32 of shape {tuple(self.key.shape[:3])}, got {s.dtype} {tuple(s.shape)}"
+                        f"{name} must be float32 of shape {tuple(self.key.shape[:3])}, "
+                        f"got {s.dtype} {tuple(s.shape)}"
                     )
                 if s.device != self.key.device or not s.is_contiguous():
                     raise ValueError(f"{name} must be contiguous and on {self.key.device}")
@@ -224,7 +229,9 @@ class PagedKVCache:
             raise ValueError(f"key must be [num_tokens, {expect_k[0]}, {expect_k[1]}] for this cache, "
                              f"got {tuple(key.shape)}")
         if tuple(value.shape[1:]) != expect_v or value.shape[0] != key.shape[0]:
-            raise ValueError(f"value must be [{key.shape[0]}, {expect_v[0]}, {expect_v[1]}], got {tuple(value.shape)}")
+            raise ValueError(
+                f"value must be [{key.shape[0]}, {expect_v[0]}, {expect_v[1]}], got {tuple(value.shape)}"
+            )
         require_int_tensor(slot_mapping, "slot_mapping", 1, "[num_tokens]")
         if slot_mapping.shape[0] != key.shape[0]:
             raise ValueError(
@@ -242,7 +249,9 @@ class PagedKVCache:
                     f"({self.num_blocks} blocks × {self.block_size})"
                 )
             if torch.unique(valid).numel() != valid.numel():
-                raise ValueError("slot_mapping writes the same slot twice; each slot may be written once per call")
+                raise ValueError(
+                    "slot_mapping writes the same slot twice; each slot may be written once per call"
+                )
 
     def write(
         self,
@@ -271,21 +280,22 @@ class PagedKVCache:
         keep = slot_mapping >= 0
         slots = slot_mapping[keep].long()
         k, v = key[keep], value[keep]
+        if check_finite:  # padding rows (negative slots) are never stored, so they may hold anything
+            pad = (~keep)[:, None, None]
+            require_finite(key.masked_fill(pad, 0), "key")
+            require_finite(value.masked_fill(pad, 0), "value")
         k_sat = v_sat = 0
         mode = self.scheme.mode
         if mode.is_per_token_head:
-            k_codes, k_scales = quantize_per_token_head(k, self.scheme, rounding, check_finite=check_finite)
-            v_codes, v_scales = quantize_per_token_head(v, self.scheme, rounding, check_finite=check_finite)
+            k_codes, k_scales = quantize_per_token_head(k, self.scheme, rounding, check_finite=False)
+            v_codes, v_scales = quantize_per_token_head(v, self.scheme, rounding, check_finite=False)
             self.key_scale.view(self.num_slots, self.num_kv_heads)[slots] = k_scales
             self.value_scale.view(self.num_slots, self.num_kv_heads)[slots] = v_scales
         elif mode == QuantMode.FP8_PER_TENSOR:
-            kq = quantize_per_tensor(k, self.k_scale, self.scheme, check_finite=check_finite)
-            vq = quantize_per_tensor(v, self.v_scale, self.scheme, check_finite=check_finite)
+            kq = quantize_per_tensor(k, self.k_scale, self.scheme, check_finite=False)
+            vq = quantize_per_tensor(v, self.v_scale, self.scheme, check_finite=False)
             k_codes, v_codes, k_sat, v_sat = kq.codes, vq.codes, kq.num_saturated, vq.num_saturated
         else:
-            if check_finite:
-                require_finite(k, "key")
-                require_finite(v, "value")
             k_codes, v_codes = k.to(self.scheme.storage_dtype), v.to(self.scheme.storage_dtype)
         self.key.view(self.num_slots, self.num_kv_heads, self.head_size)[slots] = k_codes
         self.value.view(self.num_slots, self.num_kv_heads, self.head_size_v)[slots] = v_codes

@@ -129,7 +129,9 @@ def quantize_per_tensor(
     return PerTensorCodes(codes=codes, scale=s, num_saturated=saturated)
 
 
-def dequantize_per_tensor(codes: torch.Tensor, scale: float, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def dequantize_per_tensor(
+    codes: torch.Tensor, scale: float, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """Return ``codes * scale`` in ``dtype`` (exact in float64)."""
     require_tensor(codes, "codes")
     return codes.to(dtype) * torch.tensor(as_fp32_scale(scale), dtype=torch.float32).to(dtype)

@@ -127,7 +127,7 @@ def reference_attention(
     seq_lens = batch.seq_lens_list
     head_size_v = values[0].shape[2] if batch.num_seqs else head_size
     out = torch.empty(query.shape[0], query.shape[1], head_size_v, dtype=torch.float64, device=query.device)
-    for i, (k, v) in enumerate(zip(keys, values)):
+    for i, (k, v) in enumerate(zip(keys, values, strict=True)):
         if k.dim() != 3 or k.shape[1] != num_kv_heads or k.shape[2] != head_size:
             raise ValueError(
                 f"keys[{i}] must be [seq_len, {num_kv_heads}, {head_size}], got {tuple(k.shape)}"
@@ -180,14 +180,18 @@ def check_paged_inputs(query: torch.Tensor, cache: PagedKVCache, batch: Attentio
     require_rank(query, 3, "query", "[num_tokens, num_q_heads, head_size]")
     require_float(query, "query")
     if query.shape[2] != cache.head_size:
-        raise ValueError(f"query head size {query.shape[2]} does not match the cache's head_size {cache.head_size}")
+        raise ValueError(
+            f"query head size {query.shape[2]} does not match the cache's head_size {cache.head_size}"
+        )
     if query.shape[1] % cache.num_kv_heads != 0:
         raise ValueError(
-            f"num_q_heads ({query.shape[1]}) must be a multiple of the cache's num_kv_heads ({cache.num_kv_heads})"
+            f"num_q_heads ({query.shape[1]}) must be a multiple of the cache's num_kv_heads "
+            f"({cache.num_kv_heads})"
         )
     if query.shape[0] != batch.num_tokens:
         raise ValueError(
-            f"query has {query.shape[0]} rows but the batch has {batch.num_tokens} new tokens (query_start_loc[-1])"
+            f"query has {query.shape[0]} rows but the batch has {batch.num_tokens} new tokens "
+            "(query_start_loc[-1])"
         )
     if query.device != cache.device or batch.device != cache.device:
         raise ValueError(
