@@ -12,10 +12,12 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-#: Sub-command modules, in the order ``kvlab --help`` lists them. A module that fails to import
-#: because an optional part is missing is left out of the command list.
+#: Sub-command modules, in the order ``kvlab --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "kvlab.cli.info",
+    "kvlab.cli.capacity",
+    "kvlab.cli.budget",
+    "kvlab.cli.simulate",
 )
 
 

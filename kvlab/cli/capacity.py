@@ -1,0 +1,83 @@
+"""``kvlab capacity``: groups, blocks, concurrency and vLLM's log lines for one configuration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
+from kvlab.serving import capacity
+
+
+def run(args: argparse.Namespace) -> int:
+    config = engine_config(args)
+    plan = capacity(config)
+    groups = [
+        {
+            "kind": g.kind,
+            "block_size": g.block_size,
+            "num_layers": len(g.layer_names),
+            "layers": list(g.layer_names),
+            "page_bytes": g.page_size_bytes,
+            "blocks_per_request": r,
+        }
+        for g, r in zip(plan.config.groups, plan.blocks_per_request, strict=True)
+    ]
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "model": config.model_kv.name,
+                    "profile": plan.profile.name,
+                    "max_model_len": plan.max_model_len,
+                    "num_groups": len(groups),
+                    "bytes_per_block": plan.bytes_per_block,
+                    "num_blocks": plan.num_blocks,
+                    "kv_cache_tokens": plan.kv_cache_tokens,
+                    "kv_cache_tokens_per_group_formula": plan.kv_cache_tokens_per_group,
+                    "kv_cache_tokens_concurrency_formula": plan.kv_cache_tokens_concurrency,
+                    "blocks_per_request": plan.blocks_per_max_request,
+                    "max_concurrency": round(plan.max_concurrency, 4),
+                    "padding_layers": plan.grouping.padding_layers,
+                    "groups": groups,
+                    "log_lines": list(plan.log_lines),
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(
+        f"{config.model_kv.name}  TP={config.tensor_parallel_size}  kv_cache_dtype={config.kv_cache_dtype}  "
+        f"profile={plan.profile.name}  max_model_len={plan.max_model_len:,}"
+    )
+    print_table(
+        [
+            [
+                str(i),
+                g["kind"],
+                str(g["block_size"]),
+                str(g["num_layers"]),
+                f"{g['page_bytes']:,}",
+                f"{g['blocks_per_request']:,}",
+            ]
+            for i, g in enumerate(groups)
+        ],
+        ["group", "kind", "block", "layers", "page B", "blocks/request"],
+    )
+    print(f"bytes per block      {plan.bytes_per_block:,}")
+    print(f"num_blocks           {plan.num_blocks:,} (block 0 is the null block)")
+    print(f"blocks per request   {plan.blocks_per_max_request:,} (max_model_len={plan.max_model_len:,})")
+    print(f"max concurrency      {plan.max_concurrency:.2f}")
+    print(
+        f"KV cache tokens      {plan.kv_cache_tokens_per_group:,} (<= v0.20 formula), "
+        f"{plan.kv_cache_tokens_concurrency:,} (>= v0.21 formula)"
+    )
+    for line in plan.log_lines:
+        print(f"log: {line}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("capacity", help="KV-cache groups, blocks and max concurrency, as vLLM sizes them")
+    add_engine_arguments(p)
+    p.set_defaults(func=run)

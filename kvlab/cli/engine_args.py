@@ -1,0 +1,86 @@
+"""The engine flags shared by ``kvlab capacity``, ``budget`` and ``simulate`` (vLLM's names)."""
+
+from __future__ import annotations
+
+import argparse
+
+from kvlab.admission.policies import POLICY_NAMES
+from kvlab.quantization import SCHEME_NAMES
+from kvlab.serving.config import EngineConfig
+from kvlab.sizing.profiles import PROFILE_NAMES
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``--model``, ``--kv-cache-memory`` and the vLLM engine flags to a sub-command."""
+    p.add_argument("--model", required=True, help="preset name (e.g. gemma-4-31b) or path to a config.json")
+    p.add_argument(
+        "--kv-cache-memory",
+        default="16GiB",
+        help="KV-cache memory of one GPU: 16GiB, 11.54GiB, 16GB, 12e9 (bytes) … (default 16GiB)",
+    )
+    p.add_argument(
+        "--kv-cache-dtype",
+        default="auto",
+        choices=SCHEME_NAMES,
+        metavar="DTYPE",
+        help=f"KV-cache dtype: {', '.join(SCHEME_NAMES)} (default auto)",
+    )
+    p.add_argument("--block-size", type=int, default=16, help="tokens per block (default 16)")
+    p.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="max tokens per request; default the model's max_position_embeddings; -1 auto-fits",
+    )
+    p.add_argument(
+        "--max-num-batched-tokens", type=int, default=8192, help="token budget per step (default 8192)"
+    )
+    p.add_argument("--max-num-seqs", type=int, default=256, help="most running requests (default 256)")
+    p.add_argument(
+        "--tensor-parallel-size", "-tp", type=int, default=1, help="GPUs the KV heads are split over"
+    )
+    p.add_argument("--profile", default="vllm-0.33", choices=PROFILE_NAMES, help="vLLM version imitated")
+    p.add_argument(
+        "--policy", default=None, choices=POLICY_NAMES, help="admission policy (default: the profile's own)"
+    )
+    p.add_argument(
+        "--num-gpu-blocks-override", type=int, default=None, help="blocks in the pool whatever the memory"
+    )
+    p.add_argument(
+        "--disable-hybrid-kv-cache-manager",
+        action="store_true",
+        help="allocate sliding-window layers like full attention",
+    )
+    p.add_argument(
+        "--no-enable-prefix-caching",
+        dest="enable_prefix_caching",
+        action="store_false",
+        help="turn prefix caching off",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+
+
+def engine_config(args: argparse.Namespace) -> EngineConfig:
+    """The :class:`EngineConfig` the parsed flags describe (ValueError on bad values)."""
+    return EngineConfig(
+        model=args.model,
+        kv_cache_memory=args.kv_cache_memory,
+        kv_cache_dtype=args.kv_cache_dtype,
+        block_size=args.block_size,
+        max_model_len=args.max_model_len,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        max_num_seqs=args.max_num_seqs,
+        tensor_parallel_size=args.tensor_parallel_size,
+        profile=args.profile,
+        policy=args.policy,
+        enable_prefix_caching=args.enable_prefix_caching,
+        disable_hybrid_kv_cache_manager=args.disable_hybrid_kv_cache_manager,
+        num_gpu_blocks_override=args.num_gpu_blocks_override,
+    )
+
+
+def print_table(rows: list[list[str]], header: list[str]) -> None:
+    """Print rows as left-aligned columns under ``header``."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

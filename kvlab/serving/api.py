@@ -1,0 +1,165 @@
+"""The three questions kvlab answers for a configuration: capacity, admission need, simulation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvlab.admission.policies import POLICY_NAMES, AdmissionPolicy, GroupBudget, get_policy
+from kvlab.serving.config import EngineConfig
+from kvlab.simulator.engine import DEFAULT_MAX_STEPS, run_simulation
+from kvlab.simulator.timeline import SimulationResult
+from kvlab.simulator.workload import RequestSpec
+from kvlab.sizing.capacity import KVCachePlan
+from kvlab.sizing.specs import window_of
+from kvlab.validation import require_positive_int
+
+
+def capacity(config: EngineConfig) -> KVCachePlan:
+    """Groups, bytes per block, number of blocks, blocks per max-length request, maximum concurrency
+    and both "GPU KV cache size" values, as vLLM computes them at startup.
+
+    Raises:
+        ValueError: vLLM's startup errors (no memory; a max-length request does not fit, with the
+            estimated maximum model length).
+    """
+    return config.plan()
+
+
+@dataclass(frozen=True)
+class GroupNeed:
+    """The gate's need in one group (or, for ``trtllm``, one window pool).
+
+    Attributes:
+        group: group index.
+        kind: ``"full"``, ``"sliding_window"`` or ``"chunked_local"``.
+        block_size: tokens per block.
+        window: sliding window (tokens) or ``None``.
+        num_layers: layers in the group.
+        blocks: blocks the gate asks for.
+        bytes: ``blocks × bytes per block of the group`` on one GPU.
+        pool_blocks: usable blocks of the pool the group draws from.
+    """
+
+    group: int
+    kind: str
+    block_size: int
+    window: int | None
+    num_layers: int
+    blocks: int
+    bytes: int
+    pool_blocks: int
+
+
+@dataclass(frozen=True)
+class AdmissionNeed:
+    """What the admission gate asks of a fresh ``prompt_tokens`` request under one policy.
+
+    Attributes:
+        policy: policy name.
+        prompt_tokens: the request length (tokens).
+        per_group: one :class:`GroupNeed` per group.
+        total: blocks over all groups.
+        total_bytes: bytes those blocks occupy on one GPU.
+        pool_blocks: usable blocks over all pools.
+    """
+
+    policy: str
+    prompt_tokens: int
+    per_group: tuple[GroupNeed, ...]
+    total: int
+    total_bytes: int
+    pool_blocks: int
+
+    @property
+    def fits_empty_pool(self) -> bool:
+        """True if an empty pool could admit it (each pool checked on its own)."""
+        by_pool: dict[int, list[GroupNeed]] = {}
+        for g in self.per_group:
+            by_pool.setdefault(g.pool_blocks, []).append(g)
+        return (
+            all(sum(g.blocks for g in gs) <= size for size, gs in by_pool.items())
+            if len(by_pool) > 1
+            else self.total <= self.pool_blocks
+        )
+
+
+def admission_need(
+    config: EngineConfig, prompt_tokens: int, policy: str | AdmissionPolicy | None = None
+) -> AdmissionNeed:
+    """Blocks the admission gate charges a new ``prompt_tokens``-token request (no prefix hits).
+
+    Args:
+        config: the configuration.
+        prompt_tokens: prompt length (tokens), at most ``max_model_len``.
+        policy: a policy name or object; ``None`` = the configuration's.
+    """
+    require_positive_int(prompt_tokens, "prompt_tokens")
+    pol = get_policy(policy) if policy is not None else config.resolved_policy
+    cfg = config if pol.name == config.resolved_policy.name else config.replace(policy=pol.name)
+    plan = cfg.plan()
+    if prompt_tokens > plan.max_model_len:
+        raise ValueError(f"prompt_tokens ({prompt_tokens}) exceeds max_model_len ({plan.max_model_len})")
+    kv = cfg.kv_cache_config()
+    lagged = cfg.resolved_profile.skip_on == "processed" and cfg.resolved_async_scheduling
+    needs = []
+    for gid, g in enumerate(kv.groups):
+        budget = GroupBudget(
+            g.spec, plan.max_model_len, cfg.max_num_batched_tokens, cfg.in_flight_tokens, lagged
+        )
+        blocks = pol.required_blocks(budget, prompt_tokens)
+        pool = kv.pools[kv.pool_of_group(gid)]
+        needs.append(
+            GroupNeed(
+                gid,
+                g.kind,
+                g.block_size,
+                window_of(g.spec),
+                len(g.layer_names),
+                blocks,
+                blocks * pool.bytes_per_block,
+                pool.num_blocks - 1,
+            )
+        )
+    return AdmissionNeed(
+        policy=pol.name,
+        prompt_tokens=prompt_tokens,
+        per_group=tuple(needs),
+        total=sum(n.blocks for n in needs),
+        total_bytes=sum(n.bytes for n in needs),
+        pool_blocks=sum(p.num_blocks - 1 for p in kv.pools),
+    )
+
+
+def compare_policies(
+    config: EngineConfig, prompt_tokens: int, policies: Sequence[str] = POLICY_NAMES
+) -> dict[str, AdmissionNeed]:
+    """:func:`admission_need` under several policies, keyed by name."""
+    return {name: admission_need(config, prompt_tokens, name) for name in policies}
+
+
+def simulate(
+    config: EngineConfig,
+    workload: Sequence[RequestSpec],
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    record_blocks: bool = False,
+    detail: str = "ids",
+) -> SimulationResult:
+    """Serve ``workload`` under ``config`` (its profile, policy and limits), step by step.
+
+    Args:
+        config: the configuration.
+        workload: requests (see :mod:`kvlab.simulator.workload`).
+        max_steps: hard step cap (reported in the summary when reached).
+        record_blocks: keep every block's owner/state per step (small runs only).
+        detail: ``"ids"`` or ``"counts"`` in the per-step records.
+    """
+    return run_simulation(
+        config.build_kv_cache_manager(),
+        config.scheduler_config(),
+        workload,
+        max_steps=max_steps,
+        record_blocks=record_blocks,
+        detail=detail,
+    )

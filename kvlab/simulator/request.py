@@ -1,0 +1,71 @@
+"""A request inside the simulator: progress, status and block hashes that follow its tokens."""
+
+from __future__ import annotations
+
+from kvlab.allocator.hashing import hash_block_tokens
+from kvlab.simulator.workload import RequestSpec, content_id
+
+WAITING, RUNNING, PREEMPTED, FINISHED, REJECTED = "waiting", "running", "preempted", "finished", "rejected"
+
+
+class SimRequest:
+    """One request being served (see :class:`~kvlab.allocator.KVRequest` for what the allocator reads).
+
+    Args:
+        spec: the workload entry.
+        hash_block_size: tokens per hashed block.
+    """
+
+    def __init__(self, spec: RequestSpec, hash_block_size: int) -> None:
+        self.spec = spec
+        self.request_id = spec.request_id
+        self.status = WAITING
+        self.num_computed_tokens = 0
+        self.num_output_tokens = 0
+        self.num_preemptions = 0
+        self.last_scheduled_tokens = 0  # tokens scheduled in the previous step (in flight under async)
+        self.segments: list[list[int]] = [list(s) for s in spec.prompt]
+        self._num_tokens = spec.prompt_tokens
+        self._hash_block_size = hash_block_size
+        self._hashes: list[bytes] = []
+        self._cursor = (0, 0)  # (segment index, offset) of the first unhashed token
+
+    @property
+    def num_tokens(self) -> int:
+        """Prompt plus generated tokens."""
+        return self._num_tokens
+
+    @property
+    def block_hashes(self) -> list[bytes]:
+        """Chained hashes of every full block of the known tokens."""
+        b = self._hash_block_size
+        while (len(self._hashes) + 1) * b <= self._num_tokens:
+            seg, off = self._cursor
+            runs, left = [], b
+            while left:
+                content, length = self.segments[seg]
+                if off == length:
+                    seg, off = seg + 1, 0
+                    continue
+                take = min(left, length - off)
+                runs.append((content, off, off + take))
+                left -= take
+                off += take
+            self._cursor = (seg, off)
+            parent = self._hashes[-1] if self._hashes else None
+            self._hashes.append(hash_block_tokens(parent, tuple(runs)))
+        return self._hashes
+
+    def append_output_token(self) -> None:
+        """Record one generated token."""
+        if self.num_output_tokens == 0:
+            self.segments.append([content_id(f"output:{self.request_id}"), 0])
+        self.segments[-1][1] += 1
+        self.num_output_tokens += 1
+        self._num_tokens += 1
+
+    def __repr__(self) -> str:
+        return (
+            f"SimRequest({self.request_id}, {self.status}, computed={self.num_computed_tokens}, "
+            f"tokens={self._num_tokens})"
+        )
