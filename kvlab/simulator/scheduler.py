@@ -96,10 +96,12 @@ class Scheduler:
         preempted_self = False
         while i < len(self.running) and budget > 0:
             req = self.running[i]
+            # input positions stay below max_model_len (a running request stops once it holds
+            # max_model_len tokens, so this only bounds a prompt of exactly max_model_len tokens)
             n = min(
                 req.num_tokens - req.num_computed_tokens,
                 budget,
-                cfg.max_model_len - req.num_computed_tokens - 1,
+                cfg.max_model_len - req.num_computed_tokens,
             )
             if n <= 0:
                 i += 1
@@ -151,11 +153,16 @@ class Scheduler:
         for req in self.running:
             n = scheduled.get(req.request_id, 0)
             req.last_scheduled_tokens = n
+            generated = False
             if n:
                 req.num_computed_tokens += n
                 if req.num_computed_tokens >= req.num_tokens:
                     req.append_output_token()
-            if req.num_output_tokens >= req.spec.output_tokens or req.num_tokens >= cfg.max_model_len:
+                    generated = True
+            # stop conditions are checked when a token was generated: output length reached, or the
+            # sequence now holds max_model_len tokens (vLLM's "length capped")
+            done = req.num_output_tokens >= req.spec.output_tokens or req.num_tokens >= cfg.max_model_len
+            if generated and done:
                 req.status = FINISHED
                 record.finished.append(req.request_id)
                 self.finished_ids.append(req.request_id)

@@ -114,11 +114,25 @@ def test_a_starved_window_pool_is_named_in_the_stall_report():
     result = simulate(config, workload)
     report = result.summary.stalled
     assert report is not None and report.request_id == "r0"
-    window_pool = next(p for p in config.kv_cache_config().pools
-                       if any(config.kv_cache_config().groups[g].kind == "sliding_window" for g in p.group_ids))
+    kv = config.kv_cache_config()
+    window_pool = next(p for p in kv.pools if any(kv.groups[g].kind == "sliding_window" for g in p.group_ids))
     assert report.pool_size == window_pool.num_blocks - 1
     assert report.need > report.pool_size
     assert "window-1024 pool" in report.reason and "passes the admission gate" in report.reason
+
+
+@pytest.mark.parametrize("prompt,outputs,expected_outputs", [(4096, 4, 1), (4095, 4, 1), (4000, 4, 4)])
+def test_a_request_stops_when_it_reaches_max_model_len_not_before(prompt, outputs, expected_outputs):
+    config = EngineConfig("qwen3-8b", kv_cache_memory="64GiB", max_model_len=4096,
+                          max_num_batched_tokens=1024)
+    result = simulate(config, [make_request("r0", prompt_tokens=prompt, output_tokens=outputs)])
+    assert result.summary.finished == 1 and result.summary.stalled is None
+    scheduled = sum(rec.scheduled.get("r0", 0) for rec in result.timeline)
+    # the whole prompt is computed, then one step per generated token (the last one is not fed back)
+    assert scheduled == prompt + expected_outputs - 1
+    finish_steps = [rec.step for rec in result.timeline if "r0" in rec.finished]
+    last_scheduled = max(rec.step for rec in result.timeline if rec.scheduled.get("r0"))
+    assert finish_steps == [last_scheduled]
 
 
 def test_step_cap_is_reported():
