@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kvlab.cli.capacity",
     "kvlab.cli.budget",
     "kvlab.cli.simulate",
+    "kvlab.cli.bench",
 )
 
 

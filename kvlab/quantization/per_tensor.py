@@ -95,7 +95,9 @@ def calibrate_scale(
         divisor = sch.qmax
     else:
         divisor = K_SCALE_CONSTANT if role == "k" else V_SCALE_CONSTANT
-    scale = torch.clamp(absmax / divisor, min=SCALE_FLOOR)
+    # divide by a tensor: a CUDA tensor divided by a Python number goes through its reciprocal
+    scale = torch.clamp(absmax / torch.tensor(divisor, dtype=torch.float32, device=absmax.device),
+                        min=SCALE_FLOOR)
     return float(scale.to(torch.float32).item())
 
 

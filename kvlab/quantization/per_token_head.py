@@ -39,6 +39,16 @@ def _per_token_head_scheme(scheme: str | KVCacheScheme) -> KVCacheScheme:
     return sch
 
 
+def _scales_fp32(xf: torch.Tensor, qmax: float) -> torch.Tensor:
+    """``max(max|x| / QMAX, 1e-6)`` over the last dimension of fp32 ``xf``, correctly rounded.
+
+    The divisor is a tensor on purpose: PyTorch divides a CUDA tensor by a Python number through its
+    reciprocal, which can differ from the IEEE quotient in the last bit.
+    """
+    qmax_t = torch.tensor(qmax, dtype=torch.float32, device=xf.device)
+    return torch.clamp(xf.abs().amax(dim=-1) / qmax_t, min=SCALE_FLOOR)
+
+
 def token_head_scales(x: torch.Tensor, scheme: str | KVCacheScheme) -> torch.Tensor:
     """Scales ``max(max|x| / QMAX, 1e-6)`` over the last dimension, in fp32.
 
@@ -49,9 +59,7 @@ def token_head_scales(x: torch.Tensor, scheme: str | KVCacheScheme) -> torch.Ten
     Returns:
         ``[...]`` float32 scales (one per leading index).
     """
-    sch = _per_token_head_scheme(scheme)
-    absmax = x.float().abs().amax(dim=-1)
-    return torch.clamp(absmax / sch.qmax, min=SCALE_FLOOR)
+    return _scales_fp32(x.float(), _per_token_head_scheme(scheme).qmax)
 
 
 def quantize_per_token_head(
@@ -86,7 +94,7 @@ def quantize_per_token_head(
         require_finite(x, "x")
 
     xf = x.float()
-    scales = torch.clamp(xf.abs().amax(dim=-1) / sch.qmax, min=SCALE_FLOOR)
+    scales = _scales_fp32(xf, sch.qmax)
     inverse = torch.ones_like(scales) / scales  # fl(1/s): one correctly rounded fp32 division
     y = torch.clamp(xf * inverse.unsqueeze(-1), sch.qmin, sch.qmax)
     if sch.mode == QuantMode.INT8_PER_TOKEN_HEAD:

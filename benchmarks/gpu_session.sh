@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One GPU session for kvlab's Triton kernels: environment facts, the GPU variants of the kernel tests,
+# then `kvlab bench` (the tuning sweep and/or the full grid). Logs and CSVs go to $OUT (or ./gpu_out).
+#
+#   benchmarks/gpu_session.sh [tests] [sweep] [quick] [bench] [profile]      (default: tests bench)
+#
+# Runs from a source checkout: PYTHONPATH=. makes kvlab (and kernels/ as kvlab.kernels) importable.
+set -u -o pipefail
+OUT=${OUT:-gpu_out}
+mkdir -p "$OUT"
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+steps=${*:-tests bench}
+
+{
+  nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv
+  python3 -c "import torch, triton, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numpy', numpy.__version__)"
+  python3 -c "import kvlab.kernels as k; print('kvlab.kernels mode:', k.mode())"
+  # does torch divide CUDA tensors by a Python number exactly? (the reference writer relies on it)
+  python3 -c "
+import torch
+x = torch.rand(1 << 20, device='cuda') * 8
+exact = x.cpu() / 127.0
+print('cuda x / 127.0 (Python number) bits differing from the CPU division:', int((x / 127.0).cpu().ne(exact).sum()))
+print('cuda x / tensor(127.0) bits differing:', int((x / torch.tensor(127.0, device='cuda')).cpu().ne(exact).sum()))"
+} 2>&1 | tee "$OUT/env.log"
+
+for step in $steps; do
+  case $step in
+    tests)
+      timeout 100 python3 -m pytest tests/kernels -m gpu -q --maxfail=20 -n 8 -p no:cacheprovider 2>&1 | tail -40 \
+        | tee "$OUT/gpu_tests.log" ;;
+    sweep)
+      timeout 180 python3 -m kvlab.bench --sweep --schemes bfloat16,int8_per_token_head,fp8_per_token_head \
+        --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v '%|' | tee "$OUT/sweep.log" | tail -80 ;;
+    quick)
+      timeout 200 python3 -m kvlab.bench --batches 1,64 --contexts 32768 \
+        --schemes bfloat16,int8_per_token_head,fp8_per_token_head --out "$OUT/quick" 2>&1 \
+        | tr '\r' '\n' | grep -v '%|' | tee "$OUT/quick.log" | tail -20 ;;
+    bench)
+      timeout 270 python3 -m kvlab.bench --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v '%|' \
+        | tee "$OUT/bench.log" | tail -90 ;;
+    profile)
+      # what limits the int8 decode kernel at B=64, L=32768: one launch under Nsight Compute
+      timeout 150 ncu --clock-control none -k regex:_paged_attention_kernel -c 1 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+        --section MemoryWorkloadAnalysis python3 benchmarks/profile_decode.py int8_per_token_head 64 32768 \
+        > "$OUT/ncu_int8_decode.txt" 2>&1
+      grep -E "Duration|Throughput|Registers|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles Per Issued|Stall|Mem Busy|Max Bandwidth|L2 Hit|Issue Slots|Executed Ipc" \
+        "$OUT/ncu_int8_decode.txt" | head -60 ;;
+    *) echo "unknown step $step" ;;
+  esac
+done

@@ -1,0 +1,533 @@
+"""Lesson kernel 2: paged attention over a (quantized) KV cache, prefill chunks and decodes in one call.
+
+The batch is packed vLLM style: the new tokens of all sequences one after another, each sequence
+with its own context already in the cache (see :class:`kvlab.cache.AttentionBatch`). One launch
+serves decodes (one new token) and prefill chunks (many) alike.
+
+**Who does what.** A program owns ``BLOCK_M`` rows: ``BLOCK_Q`` consecutive query positions of one
+sequence × the ``GROUP`` query heads that share one KV head. Row ``r`` is query position
+``r // GROUP`` and head ``r % GROUP``. Because all heads of the group sit in one program, each K/V
+tile is loaded once for all of them: grouped-query attention divides the bytes by ``GROUP``. The
+grid's first axis runs over (query block, KV head) with the KV head varying fastest, so the
+programs of the KV heads of one sequence run side by side and share cache sectors of the block
+table and of the scales (8 heads' fp32 scales of a token are one 32-byte sector).
+
+**Paging.** Keys are visited in tiles of ``TILE_N`` positions. Position ``n`` lives in cache block
+``block_table[seq, n // BLOCK_SIZE]`` at offset ``n % BLOCK_SIZE``; a tile may cover several blocks,
+so block ids are gathered per position (one small load per key). Every load is masked to positions the
+rows may see, with ``other=0``: padding of the block table and never-written slots are not read
+(the tests fill them with NaN to prove it).
+
+**Which tiles.** Causality bounds the tile range above (the last query row of the block), a sliding
+window bounds it below: a query at ``p`` sees keys ``j`` with ``0 <= p − j < W`` (vLLM's
+convention), so tiles left of ``first_query − W + 1`` are never visited, not just masked. Within
+the range, a per-element mask handles the ragged edges.
+
+**Scales** (spec §4, per-token-head): the K scale multiplies the *score*, after the dot,
+``S_j = (q · K̂_j) · σ · s^K_j``, and the V scale is folded into the probability before the second
+dot, ``acc += r(p_j · s^V_j) · V̂_j`` with ``r`` the rounding to the dot dtype; the softmax sum uses the
+unscaled ``p_j``. The dots read the codes converted to the query dtype, which is exact for int8 and
+fp8 in bf16/fp16. Per-tensor fp8 has one number per tensor, so it factors out of both dots: ``k_scale``
+joins ``σ`` and ``v_scale`` multiplies the result. (vLLM instead dequantizes each tile to the query
+dtype, ``r(K̂ · k_scale)``, which adds one rounding that the factoring avoids.)
+
+**Online softmax** in fp32, base 2 (``exp2`` with ``log2 e`` folded into the scale), with the
+usual guard for rows that have seen no key yet (their max is −inf; subtracting it would give NaN).
+
+**Split-K** (:mod:`kvlab.kernels.launch_config` decides): the tile range of a program is cut into
+``num_splits`` segments on the grid's second axis; each writes fp32 partials and
+:mod:`kvlab.kernels.split_reduce` merges them.
+
+**fp8 on the GPU** is decoded by bit moves (:func:`kvlab.kernels.numerics.fp8_to_bf16`), which read
+the NaN/Inf codes as large finite numbers. The writer never stores those codes for finite input
+(it saturates), and the kernel never loads a slot it may not read (every load is masked). Keeping
+the special codes costs two more operations per element: with them, per-tensor e4m3 decode at
+B=64, L=32768 took 3742 µs, while fp8 per-token-head without them took 2671 µs. The interpreter
+decodes special codes exactly, so its tests still see NaN poison.
+
+**Interpreter.** The same source runs in Triton's interpreter on CPU tensors. Its ``tl.dot`` on bf16
+is broken, so there every dot operand is rounded to the dot dtype exactly as the GPU would, and held
+in fp32 (:func:`kvlab.kernels.numerics.round_to_dot_dtype`); fp8 decode and bf16 casts go through
+the exact helpers of :mod:`kvlab.kernels.numerics`. Expect about 1 s for four decodes over ~100
+keys with 32 query heads and 8 KV heads (head 128), and 2–6 s for a 100-token prefill (measured on
+a shared two-core machine): lessons use short sequences.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cache
+
+import torch
+
+from kvlab.cache.batch import AttentionBatch
+from kvlab.cache.paged_cache import PagedKVCache
+from kvlab.kernels.devices import require_kernel_device
+from kvlab.kernels.dtypes import fp8_constexprs, triton_dtype
+from kvlab.kernels.launch_config import (
+    MAX_HEAD_SIZE,
+    MAX_SPLITS,
+    AttentionTiling,
+    choose_tiling,
+    query_block_count,
+)
+from kvlab.kernels.numerics import (
+    fp8_to_bf16,
+    fp8_to_bf16_asm,
+    fp8_to_fp32,
+    round_to_dot_dtype,
+    to_fp32,
+    to_storage,
+)
+from kvlab.kernels.runtime import INTERPRET, tl, triton
+from kvlab.kernels.split_reduce import launch_split_reduce
+from kvlab.quantization.schemes import QuantMode
+from kvlab.reference.attention import check_attention_options, check_paged_inputs
+from kvlab.validation import require_positive_int
+
+MODE_FP8_PER_TENSOR: tl.constexpr = tl.constexpr(int(QuantMode.FP8_PER_TENSOR))
+MODE_INT8_PER_TOKEN_HEAD: tl.constexpr = tl.constexpr(int(QuantMode.INT8_PER_TOKEN_HEAD))
+LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
+
+
+@triton.jit
+def _find_sequence(query_start_ptr, q_block, num_seqs, BLOCK_Q: tl.constexpr):
+    """The sequence that owns query block ``q_block`` (binary search over query offsets).
+
+    Sequence ``s`` owns the blocks ``query_start[s] // BLOCK_Q + s`` onward; that number grows
+    strictly with ``s``, so the owner is the last ``s`` whose first block is <= ``q_block``.
+    """
+    lo = 0
+    hi = num_seqs
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        first = tl.load(query_start_ptr + mid) // BLOCK_Q + mid
+        if first <= q_block:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@triton.jit
+def _dot_operand(x, IS_FP8: tl.constexpr, FP8_MANT_BITS: tl.constexpr, FP8_SPECIAL_MASK: tl.constexpr,
+                 FP8_HAS_INF: tl.constexpr, FP8_DECODE_ASM: tl.constexpr, FP8_KEEP_SPECIALS: tl.constexpr,
+                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
+    """Stored values (codes or plain values) → a ``tl.dot`` operand in ``DOT_DTYPE``.
+
+    Compiled: one conversion, exact for int8/fp8 codes into bf16/fp16 (fp8 → bf16 by bit moves, see
+    :func:`kvlab.kernels.numerics.fp8_to_bf16`). Interpreter: the exact fp32 value, rounded to
+    ``DOT_DTYPE`` but kept in fp32 (see :mod:`kvlab.kernels.numerics`).
+    """
+    if INTERPRET_:
+        if IS_FP8:
+            x32 = fp8_to_fp32(x, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, INTERPRET_)
+        else:
+            x32 = to_fp32(x, INTERPRET_)
+        return round_to_dot_dtype(x32, DOT_DTYPE, INTERPRET_)
+    else:
+        if IS_FP8 and DOT_DTYPE.is_bf16() and FP8_DECODE_ASM != "":
+            return fp8_to_bf16(x, FP8_DECODE_ASM, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_MANT_BITS,
+                               FP8_KEEP_SPECIALS)
+        else:
+            return x.to(DOT_DTYPE)
+
+
+@triton.jit
+def _paged_attention_kernel(
+    out_ptr, part_acc_ptr, part_stat_ptr,
+    q_ptr, k_ptr, v_ptr, k_scale_ptr, v_scale_ptr,
+    block_table_ptr, query_start_ptr, seq_lens_ptr,
+    num_seqs, num_splits,
+    qk_scale, out_scale, softcap, window,
+    stride_qt, stride_qh, stride_ot, stride_oh,
+    stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
+    stride_bt,
+    NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
+    HEAD_SIZE: tl.constexpr, HEAD_SIZE_PAD: tl.constexpr,
+    HEAD_SIZE_V: tl.constexpr, HEAD_SIZE_V_PAD: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr,
+    DECODE_ONLY: tl.constexpr, QUANT_MODE: tl.constexpr,
+    IS_FP8: tl.constexpr, FP8_MANT_BITS: tl.constexpr, FP8_SPECIAL_MASK: tl.constexpr,
+    FP8_HAS_INF: tl.constexpr, FP8_DECODE_ASM: tl.constexpr, FP8_KEEP_SPECIALS: tl.constexpr,
+    DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, OUT_DTYPE: tl.constexpr,
+    USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr,
+    INTERPRET_: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    kv_head = pid % NUM_KV_HEADS
+    q_block = pid // NUM_KV_HEADS
+    split = tl.program_id(1)
+
+    # -- which sequence, which query rows --------------------------------------------------------
+    if DECODE_ONLY:
+        seq = q_block
+        q_block_local = 0
+    else:
+        seq = _find_sequence(query_start_ptr, q_block, num_seqs, BLOCK_Q)
+        q_block_local = q_block - (tl.load(query_start_ptr + seq) // BLOCK_Q + seq)
+    q_start = tl.load(query_start_ptr + seq)
+    q_len = tl.load(query_start_ptr + seq + 1) - q_start
+    if q_block_local * BLOCK_Q >= q_len:
+        return  # past this sequence's new tokens (or a sequence with none)
+    seq_len = tl.load(seq_lens_ptr + seq)
+    context_len = seq_len - q_len
+
+    rows = tl.arange(0, BLOCK_M)
+    q_rel = q_block_local * BLOCK_Q + rows // GROUP
+    row_valid = (rows < BLOCK_Q * GROUP) & (q_rel < q_len)
+    q_pos = context_len + q_rel  # absolute position of each row's query token
+    token = (q_start + q_rel).to(tl.int64)
+    q_head = kv_head * GROUP + rows % GROUP
+
+    d = tl.arange(0, HEAD_SIZE_PAD)
+    d_mask = d < HEAD_SIZE
+    dv = tl.arange(0, HEAD_SIZE_V_PAD)
+    dv_mask = dv < HEAD_SIZE_V
+    q = tl.load(q_ptr + token[:, None] * stride_qt + q_head[:, None] * stride_qh + d[None, :],
+                mask=row_valid[:, None] & d_mask[None, :], other=0.0)
+    q = _dot_operand(q, False, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
+                     FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
+
+    # -- the tile range: causal bound above, sliding window below, then this program's segment ---
+    first_q = context_len + q_block_local * BLOCK_Q
+    kv_end = context_len + tl.minimum(q_block_local * BLOCK_Q + BLOCK_Q, q_len)  # last query + 1
+    if USE_WINDOW:
+        kv_start = tl.maximum(first_q - window + 1, 0)
+    else:
+        kv_start = 0
+    tile_lo = kv_start // TILE_N
+    tile_hi = (kv_end + TILE_N - 1) // TILE_N
+    if SPLIT_K:
+        per_split = (tile_hi - tile_lo + num_splits - 1) // num_splits
+        tile_lo = tile_lo + split * per_split
+        tile_hi = tl.minimum(tile_lo + per_split, tile_hi)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_SIZE_V_PAD], tl.float32)
+    bt_row = block_table_ptr + seq.to(tl.int64) * stride_bt
+    offs_n = tl.arange(0, TILE_N)
+
+    # The block ids of a tile are fetched one iteration ahead. K/V addresses then depend on a value
+    # carried over from the previous iteration instead of on a load in the same one; otherwise that
+    # load chain uses up pipeline stages, and Triton gave K/V a single shared-memory buffer at any
+    # num_stages from 2 to 4. Now num_stages really sets the buffers (2 → one, 3 → two). Decode
+    # measured fastest with one (launch_config.DECODE_STAGES), prefill uses two.
+    n = tile_lo * TILE_N + offs_n
+    blk_next = tl.load(bt_row + n // BLOCK_SIZE, mask=(n >= kv_start) & (n < kv_end), other=0)
+    for t in range(tile_lo, tile_hi):
+        n = t * TILE_N + offs_n
+        # keys left of the window are not even loaded: an engine may have freed those blocks
+        n_valid = (n >= kv_start) & (n < kv_end)
+        blk = blk_next.to(tl.int64)
+        n_ahead = n + TILE_N
+        blk_next = tl.load(bt_row + n_ahead // BLOCK_SIZE, mask=n_ahead < kv_end, other=0)
+        in_blk = n % BLOCK_SIZE
+        if HEAD_SIZE == HEAD_SIZE_PAD:
+            k_mask = n_valid[:, None]
+        else:
+            k_mask = n_valid[:, None] & d_mask[None, :]
+        if HEAD_SIZE_V == HEAD_SIZE_V_PAD:
+            v_mask = n_valid[:, None]
+        else:
+            v_mask = n_valid[:, None] & dv_mask[None, :]
+
+        k = tl.load(k_ptr + blk[:, None] * stride_kb + in_blk[:, None] * stride_ks + kv_head * stride_kh
+                    + d[None, :], mask=k_mask, other=0.0)
+        k = _dot_operand(k, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
+                         FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
+        if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
+            # the scale tensors are [num_blocks, BLOCK_SIZE, NUM_KV_HEADS], contiguous
+            scale_off = (blk * BLOCK_SIZE + in_blk) * NUM_KV_HEADS + kv_head
+            sk = tl.load(k_scale_ptr + scale_off, mask=n_valid, other=1.0)
+            s = s * (qk_scale * sk)[None, :]
+        else:
+            s = s * qk_scale
+        if USE_SOFTCAP:
+            # c·tanh(S/c), with tanh(x) = 1 − 2/(exp(2x) + 1) (no libdevice in the interpreter). The
+            # exponent is capped at 40, where tanh is already 1 in fp32, so exp never overflows.
+            s = softcap * (1.0 - 2.0 / (tl.exp(tl.minimum(2.0 * s / softcap, 40.0)) + 1.0))
+        s = s * LOG2E
+
+        if DECODE_ONLY:
+            # one query per sequence, at the last position: causality and the window are exactly
+            # the tile-range bounds already in n_valid (padding rows compute harmless finite junk)
+            s = tl.where(n_valid[None, :], s, float("-inf"))
+        else:
+            dist = q_pos[:, None] - n[None, :]
+            allowed = row_valid[:, None] & n_valid[None, :] & (dist >= 0)
+            if USE_WINDOW:
+                allowed = allowed & (dist < window)
+            s = tl.where(allowed, s, float("-inf"))
+
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet stays at 0
+        alpha = tl.exp2(m_i - m_safe)
+        p = tl.exp2(s - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+
+        v = tl.load(v_ptr + blk[:, None] * stride_vb + in_blk[:, None] * stride_vs + kv_head * stride_vh
+                    + dv[None, :], mask=v_mask, other=0.0)
+        if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
+            sv = tl.load(v_scale_ptr + scale_off, mask=n_valid, other=0.0)
+            p = p * sv[None, :]
+        acc = acc * alpha[:, None]
+        v = _dot_operand(v, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
+                         FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
+        p = round_to_dot_dtype(p, P_DTYPE, INTERPRET_)
+        if P_DTYPE != DOT_DTYPE:
+            p = p.to(DOT_DTYPE)  # bf16/fp16-valued p into an fp32 (tf32) dot: exact
+        acc = tl.dot(p, v, acc, input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    if not SPLIT_K:
+        # padding rows saw no key (l = 0); divide them by 1 instead, they are not stored anyway
+        o = acc / tl.where(row_valid, l_i, 1.0)[:, None] * out_scale
+        tl.store(out_ptr + token[:, None] * stride_ot + q_head[:, None] * stride_oh + dv[None, :],
+                 to_storage(o, OUT_DTYPE, INTERPRET_), mask=row_valid[:, None] & dv_mask[None, :])
+    else:
+        # partials [num_tokens, num_q_heads, num_splits, ...]; empty segments write m=-inf, l=0
+        row = (token * (NUM_KV_HEADS * GROUP) + q_head) * num_splits + split
+        tl.store(part_acc_ptr + row[:, None] * HEAD_SIZE_V + dv[None, :], acc,
+                 mask=row_valid[:, None] & dv_mask[None, :])
+        tl.store(part_stat_ptr + row * 2, m_i, mask=row_valid)
+        tl.store(part_stat_ptr + row * 2 + 1, l_i, mask=row_valid)
+
+
+# -- host side --------------------------------------------------------------------------------------
+
+_QUERY_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+@cache
+def _num_sms(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache) -> tuple[torch.dtype, torch.dtype, str]:
+    """``(dot operand dtype, dtype p is rounded to, tl.dot input precision)``.
+
+    * int8/fp8 codes are exact in bf16 and fp16, and a 16-bit cache in the query's own dtype is
+      the query dtype: both dots run in the query dtype (tensor cores, fp32 accumulation).
+    * A 16-bit cache in the *other* 16-bit dtype (bf16 cache, fp16 query, or the reverse): every
+      bf16 and fp16 value is exact in tf32 (8 and 11 significant bits against tf32's 11), so the
+      dots run as tf32 on fp32 operands, with ``p`` rounded to the query dtype first: exact
+      products, the same rounding of ``p`` as the plain 16-bit path.
+    * An fp32 query or fp32 cache: fp32 dots with IEEE products (slow, for checking only).
+    """
+    storage = cache.scheme.storage_dtype
+    if query_dtype == torch.float32 or storage == torch.float32:
+        return torch.float32, torch.float32, "ieee"
+    if cache.scheme.is_quantized or storage == query_dtype:
+        return query_dtype, query_dtype, "tf32"  # precision is ignored for 16-bit operands
+    return torch.float32, query_dtype, "tf32"
+
+
+def _check_scale(scale: float | None, head_size: int) -> float:
+    if scale is None:
+        return head_size**-0.5
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
+    return float(scale)
+
+
+@dataclass(eq=False)
+class PagedAttentionCall:
+    """A validated, ready-to-launch paged-attention call.
+
+    :func:`prepare_paged_attention` builds it (checks, launch shape, output and split-K workspace);
+    :meth:`run` launches the kernels and nothing else: no checks and no host synchronisation, so it
+    can be timed in a loop or captured in a CUDA graph.
+
+    Attributes:
+        out: ``[num_tokens, num_q_heads, head_size_v]`` output in the query dtype.
+        tiling: the launch shape.
+    """
+
+    out: torch.Tensor
+    tiling: AttentionTiling
+    _args: tuple = field(repr=False)
+    _consts: dict = field(repr=False)
+    _grid: tuple[int, int] = field(repr=False)
+    _reduce: tuple | None = field(repr=False)
+
+    def run(self) -> torch.Tensor:
+        """Launch the attention kernel (and the split-K merge); returns :attr:`out`."""
+        if self._grid[0] == 0:
+            return self.out
+        options = dict(num_warps=self.tiling.num_warps, num_stages=self.tiling.num_stages)
+        if self.tiling.max_registers is not None and not INTERPRET:
+            options["maxnreg"] = self.tiling.max_registers
+        _paged_attention_kernel[self._grid](*self._args, **self._consts, **options)
+        if self._reduce is not None:
+            launch_split_reduce(*self._reduce)
+        return self.out
+
+
+def prepare_paged_attention(
+    query: torch.Tensor,
+    cache: PagedKVCache,
+    batch: AttentionBatch,
+    *,
+    scale: float | None = None,
+    sliding_window: int | None = None,
+    softcap: float | None = None,
+    out: torch.Tensor | None = None,
+    num_splits: int | None = None,
+    tiling: AttentionTiling | None = None,
+    fp8_fast_decode: bool = True,
+) -> PagedAttentionCall:
+    """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
+
+    ``tiling`` overrides the launch shape (benchmark sweeps); its ``num_splits`` wins over
+    ``num_splits``. ``fp8_fast_decode=False`` makes compiled fp8 → bf16 decoding use Triton's own
+    conversion instead of :func:`kvlab.kernels.numerics.fp8_to_bf16` (for comparing the two).
+    """
+    require_kernel_device(query=query, cache=cache.key, block_table=batch.block_table, out=out)
+    check_paged_inputs(query, cache, batch)
+    num_tokens, num_q_heads, head_size = query.shape
+    nkv = cache.num_kv_heads
+    check_attention_options(num_q_heads, nkv, sliding_window, softcap)
+    if query.dtype not in _QUERY_DTYPES:
+        raise ValueError(
+            f"query must be float16, bfloat16 or float32 for the Triton kernel, got {query.dtype}"
+        )
+    if max(head_size, cache.head_size_v) > MAX_HEAD_SIZE:
+        raise ValueError(
+            f"head sizes up to {MAX_HEAD_SIZE} are supported, got head_size={head_size}, "
+            f"head_size_v={cache.head_size_v}"
+        )
+    sigma = _check_scale(scale, head_size)
+    if num_splits is not None:
+        require_positive_int(num_splits, "num_splits")
+        if num_splits > MAX_SPLITS:
+            raise ValueError(f"num_splits must be <= {MAX_SPLITS}, got {num_splits}")
+    hv = cache.head_size_v
+    out_shape = (num_tokens, num_q_heads, hv)
+    if out is None:
+        out = torch.empty(out_shape, dtype=query.dtype, device=query.device)
+    else:
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != out_shape or out.dtype != query.dtype:
+            got = f"{out.dtype} {tuple(out.shape)}" if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"out must be a {query.dtype} tensor of shape {out_shape}, got {got}")
+        if out.device != query.device or out.stride(-1) != 1:
+            raise ValueError(f"out must be on {query.device} with a contiguous last dimension")
+    if query.stride(-1) != 1:
+        query = query.contiguous()
+
+    group = num_q_heads // nkv
+    decode_only = batch.max_query_len <= 1
+    sch = cache.scheme
+    num_sms = None if INTERPRET else _num_sms(query.device.index or 0)
+    if tiling is None:
+        tiling = choose_tiling(
+            group=group, head_size=head_size, head_size_v=hv, kv_element_bytes=sch.element_bytes,
+            max_query_len=batch.max_query_len, max_seq_len=batch.max_seq_len, num_tokens=num_tokens,
+            num_seqs=batch.num_seqs, num_kv_heads=nkv, num_sms=num_sms, num_splits=num_splits,
+        )
+    if tiling.block_m < group:
+        raise ValueError(f"tiling.block_m ({tiling.block_m}) must hold the {group} query heads of a KV head")
+    if decode_only and tiling.block_q != 1:
+        raise ValueError("a decode-only batch needs tiling.block_q == 1")
+    if tiling.block_q * group > tiling.block_m:
+        raise ValueError(
+            f"tiling.block_q × group ({tiling.block_q} × {group}) exceeds block_m ({tiling.block_m})"
+        )
+
+    mode = sch.mode
+    qk_scale, out_scale = sigma, 1.0
+    if mode == QuantMode.FP8_PER_TENSOR:
+        qk_scale, out_scale = sigma * cache.k_scale, cache.v_scale
+    dot_dtype, p_dtype, precision = _dot_types(query.dtype, cache)
+    q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
+    splits = tiling.num_splits
+
+    if splits > 1:
+        f32 = dict(dtype=torch.float32, device=query.device)
+        part_acc = torch.empty((num_tokens, num_q_heads, splits, hv), **f32)
+        part_stat = torch.empty((num_tokens, num_q_heads, splits, 2), **f32)
+        reduce = (out, part_acc, part_stat, out_scale, triton_dtype(query.dtype))
+    else:
+        part_acc = part_stat = out  # never touched without split-K
+        reduce = None
+
+    k_scale_t = cache.key_scale if cache.key_scale is not None else cache.key
+    v_scale_t = cache.value_scale if cache.value_scale is not None else cache.value
+    fp8 = fp8_constexprs(sch.storage_dtype)
+    is_fp8 = sch.storage_dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+    fp8_asm = "" if INTERPRET or not is_fp8 or not fp8_fast_decode else fp8_to_bf16_asm(
+        fp8["MANT_BITS"], fp8["EXP_BIAS"])
+    args = (
+        out, part_acc, part_stat,
+        query, cache.key, cache.value, k_scale_t, v_scale_t,
+        batch.block_table, batch.query_start_loc, batch.seq_lens,
+        batch.num_seqs, splits,
+        qk_scale, out_scale, float(softcap or 1.0), int(sliding_window or 1),
+        query.stride(0), query.stride(1), out.stride(0), out.stride(1),
+        cache.key.stride(0), cache.key.stride(1), cache.key.stride(2),
+        cache.value.stride(0), cache.value.stride(1), cache.value.stride(2),
+        batch.block_table.stride(0),
+    )
+    consts = dict(
+        NUM_KV_HEADS=nkv, GROUP=group,
+        HEAD_SIZE=head_size, HEAD_SIZE_PAD=max(16, _pow2(head_size)),
+        HEAD_SIZE_V=hv, HEAD_SIZE_V_PAD=max(16, _pow2(hv)),
+        BLOCK_SIZE=cache.block_size, TILE_N=tiling.tile_n, BLOCK_M=tiling.block_m, BLOCK_Q=tiling.block_q,
+        DECODE_ONLY=decode_only, QUANT_MODE=int(mode),
+        IS_FP8=is_fp8,
+        FP8_MANT_BITS=fp8["MANT_BITS"], FP8_SPECIAL_MASK=fp8["SPECIAL_MASK"], FP8_HAS_INF=fp8["HAS_INF"],
+        FP8_DECODE_ASM=fp8_asm, FP8_KEEP_SPECIALS=False,
+        DOT_DTYPE=triton_dtype(dot_dtype), P_DTYPE=triton_dtype(p_dtype), DOT_PRECISION=precision,
+        OUT_DTYPE=triton_dtype(query.dtype),
+        USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=splits > 1,
+        INTERPRET_=INTERPRET,
+    )
+    return PagedAttentionCall(out=out, tiling=tiling, _args=args, _consts=consts,
+                              _grid=(q_blocks * nkv, splits), _reduce=reduce)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def paged_attention(
+    query: torch.Tensor,
+    cache: PagedKVCache,
+    batch: AttentionBatch,
+    *,
+    scale: float | None = None,
+    sliding_window: int | None = None,
+    softcap: float | None = None,
+    out: torch.Tensor | None = None,
+    num_splits: int | None = None,
+) -> torch.Tensor:
+    """Causal paged attention of a packed batch over a (quantized) paged KV cache, with Triton.
+
+    Args:
+        query: ``[num_tokens, num_q_heads, head_size]`` float16/bfloat16/float32, the new tokens of
+            all sequences packed in batch order.
+        cache: the layer's paged cache, any kvlab scheme.
+        batch: query offsets, sequence lengths (tokens, new ones included) and block tables.
+        scale: softmax scale σ, default ``1 / sqrt(head_size)``.
+        sliding_window: ``W`` tokens; a query at position ``p`` sees keys ``j`` with ``0 <= p − j < W``.
+        softcap: logit softcap ``c`` (scores become ``c · tanh(S / c)``).
+        out: optional output tensor ``[num_tokens, num_q_heads, head_size_v]`` in the query dtype.
+        num_splits: split-K segments (``None`` = chosen from the grid size and the GPU's
+            multiprocessor count; 1 in the interpreter).
+
+    Returns:
+        ``[num_tokens, num_q_heads, head_size_v]`` in the query dtype.
+
+    Raises:
+        ValueError: bad shapes, dtypes or options (the same checks as the reference), or tensors on
+            the wrong device for the Triton mode (interpreter: CPU tensors; compiled: CUDA tensors).
+    """
+    return prepare_paged_attention(
+        query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap,
+        out=out, num_splits=num_splits,
+    ).run()

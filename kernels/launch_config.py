@@ -1,0 +1,209 @@
+"""How the attention kernel is cut into programs: tile shapes, warps, pipeline depth, split-K.
+
+Pure Python, no Triton, so the choices can be read, tested and printed on any machine.
+
+The two questions a launch must answer:
+
+* **Tile shapes.** A program owns ``block_m`` rows = ``block_q`` query positions × the ``group``
+  query heads of one KV head (``group = num_q_heads / num_kv_heads``), so one K/V tile load serves the
+  whole GQA group. It walks the keys in tiles of ``tile_n`` positions, which may span several cache
+  blocks. ``tl.dot`` needs every dimension >= 16, so a decode step (one query position) still has
+  16 rows, of which ``group`` are live: decode is bound by bytes, not by tensor-core work.
+* **Split-K** (flash-decoding). A decode batch of a few long sequences has few programs
+  (``num_seqs × num_kv_heads``: 8 for one sequence with 8 KV heads) and would leave most of the GPU's
+  multiprocessors idle while each program streams its whole context. Splitting the key range of
+  every program into ``num_splits`` segments multiplies the programs; a second small kernel merges
+  the segments' partial softmax results. The split is chosen so that the grid holds as many
+  programs as the multiprocessors can run at once, but segments stay long enough
+  (``MIN_TILES_PER_SPLIT``) that the partial results cost little next to the K/V bytes.
+* **Registers.** A program's K and V tiles, converted for the tensor cores, live in registers; for
+  8-bit caches the compiler takes 210 per thread, which leaves room for only two programs per
+  multiprocessor. When more programs than that want to run, a cap of 128 (``max_registers``) lets
+  four run at once, which measured faster; with few programs it measured slower, so it is not set.
+
+Every number quoted here was measured on an H100 with ``kvlab bench --sweep``
+(``benchmarks/kernel_notes.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvlab.cache.batch import cdiv
+from kvlab.validation import require_positive_int
+
+#: A grid of at least this many programs per multiprocessor is not split: it already keeps the
+#: machine busy (two programs per SM is what fits uncapped; see ``DECODE_MAX_REGISTERS_8BIT``).
+NO_SPLIT_PROGRAMS_PER_SM: int = 2
+#: Programs per multiprocessor split-K aims for: as many as fit at once. Measured on an H100
+#: (132 SMs, benchmarks/kernel_notes.md): bf16, B=1, L=32768 ran best at 33 segments (264
+#: programs, 56 µs against 59 µs at 66); int8 under the register cap at 66 (528 programs, 45.6 µs
+#: against 47.5 µs uncapped at 33); int8, B=16, L=32768 at 4-8 segments, capped (494 µs against
+#: 605 µs uncapped at 2).
+SPLIT_PROGRAMS_PER_SM: int = 2
+SPLIT_PROGRAMS_PER_SM_CAPPED: int = 4
+#: Each split segment streams at least this many key tiles.
+MIN_TILES_PER_SPLIT: int = 4
+#: Upper bound on segments per program (the reduction kernel holds one row per segment).
+MAX_SPLITS: int = 128
+#: Largest head size the kernels take (the fp32 accumulator of a program lives in registers).
+MAX_HEAD_SIZE: int = 512
+#: Bytes of one decode K tile (keys × padded head size × element bytes): 128 keys of int8/fp8 or 64
+#: keys of bf16 at head size 128. Measured on an H100 (benchmarks/kernel_notes.md): for int8 at
+#: B=64, L=32768, 128-key tiles ran in 1957 µs against 2624 µs for 64-key tiles.
+DECODE_TILE_BYTES: int = 16384
+#: Pipeline depth of the decode key loop. With the block ids fetched one tile ahead, 2 stages keep one
+#: K/V buffer (42 KB of shared memory for int8, 128-key tiles), so five programs fit on a
+#: multiprocessor; 3 stages double-buffer (76 KB, three programs) and measured slower (2120 µs).
+DECODE_STAGES: int = 2
+#: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
+#: (128-key tiles) 210 registers per thread, so only two 4-warp programs fit on a multiprocessor
+#: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
+#: spills 8 bytes of stack and four programs fit.
+DECODE_MAX_REGISTERS_8BIT: int = 128
+
+
+def next_pow2(n: int) -> int:
+    """Smallest power of two >= n (1 for n <= 1)."""
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _is_pow2(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+@dataclass(frozen=True)
+class AttentionTiling:
+    """One launch shape of the paged-attention kernel.
+
+    Attributes:
+        block_m: rows per program (query positions × heads of the group), a power of two >= 16.
+        block_q: query positions per program (1 for a decode-only batch).
+        tile_n: key positions per loop step, a power of two >= 16 (may span several cache blocks).
+        num_warps: warps per program.
+        num_stages: software-pipelining depth of the key loop (compiled mode only).
+        num_splits: key-range segments per program (1 = no split-K).
+        max_registers: cap on registers per thread (``None`` = the compiler's choice). More
+            programs fit on a multiprocessor under a lower cap, which hides more memory latency.
+    """
+
+    block_m: int
+    block_q: int
+    tile_n: int
+    num_warps: int = 4
+    num_stages: int = 3
+    num_splits: int = 1
+    max_registers: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("block_m", "tile_n"):
+            value = getattr(self, name)
+            require_positive_int(value, name, minimum=16)
+            if not _is_pow2(value):
+                raise ValueError(f"{name} must be a power of two >= 16, got {value}")
+        require_positive_int(self.block_q, "block_q")
+        if self.block_q > self.block_m:
+            raise ValueError(f"block_q ({self.block_q}) cannot exceed block_m ({self.block_m})")
+        require_positive_int(self.num_warps, "num_warps")
+        if not _is_pow2(self.num_warps) or self.num_warps > 16:
+            raise ValueError(f"num_warps must be 1, 2, 4, 8 or 16, got {self.num_warps}")
+        require_positive_int(self.num_stages, "num_stages")
+        require_positive_int(self.num_splits, "num_splits")
+        if self.num_splits > MAX_SPLITS:
+            raise ValueError(f"num_splits must be <= {MAX_SPLITS}, got {self.num_splits}")
+        if self.max_registers is not None:
+            require_positive_int(self.max_registers, "max_registers", minimum=24)
+            if self.max_registers > 255:
+                raise ValueError(f"max_registers must be <= 255, got {self.max_registers}")
+
+
+def choose_num_splits(num_programs: int, max_kv_tiles: int, num_sms: int | None,
+                      programs_per_sm: int = SPLIT_PROGRAMS_PER_SM) -> int:
+    """Split-K segments for a grid of ``num_programs`` (query blocks × KV heads).
+
+    Args:
+        num_programs: programs without split-K.
+        max_kv_tiles: key tiles of the longest program.
+        num_sms: multiprocessors of the GPU; ``None`` (interpreter) means no split.
+        programs_per_sm: programs per multiprocessor to aim for when splitting (how many fit).
+
+    Returns:
+        1 when the grid already has ``NO_SPLIT_PROGRAMS_PER_SM × num_sms`` programs, else as many
+        segments as keep the grid within ``programs_per_sm × num_sms`` programs (one wave: a
+        second, partial wave measured slower, 594 µs at 5 segments against 494 µs at 4 for int8,
+        B=16, L=32768), and no segment shorter than ``MIN_TILES_PER_SPLIT`` tiles.
+    """
+    if num_sms is None or num_programs <= 0:
+        return 1
+    if num_programs >= NO_SPLIT_PROGRAMS_PER_SM * num_sms:
+        return 1
+    splits = (programs_per_sm * num_sms) // num_programs
+    splits = min(splits, max(1, max_kv_tiles // MIN_TILES_PER_SPLIT), MAX_SPLITS)
+    return max(1, splits)
+
+
+def choose_tiling(
+    *,
+    group: int,
+    head_size: int,
+    head_size_v: int,
+    kv_element_bytes: int,
+    max_query_len: int,
+    max_seq_len: int,
+    num_tokens: int,
+    num_seqs: int,
+    num_kv_heads: int,
+    num_sms: int | None,
+    num_splits: int | None = None,
+) -> AttentionTiling:
+    """The launch shape for one batch.
+
+    Args:
+        group: query heads per KV head.
+        head_size, head_size_v: K and V head sizes (elements).
+        kv_element_bytes: bytes of one stored K/V element (1 for int8/fp8, 2 for bf16).
+        max_query_len: most new tokens of one sequence (1 for decode-only batches).
+        max_seq_len: longest sequence (tokens).
+        num_tokens, num_seqs: new tokens and sequences of the batch (they size the grid).
+        num_kv_heads: KV heads.
+        num_sms: multiprocessors (``None`` in the interpreter).
+        num_splits: force a split count (``None`` = choose).
+    """
+    dpad = max(16, next_pow2(max(head_size, head_size_v)))
+    decode = max_query_len <= 1
+    rows_for_group = max(16, next_pow2(group))
+    if decode:
+        block_m = rows_for_group
+        block_q = 1
+        tile_n = min(128, max(16, DECODE_TILE_BYTES // (dpad * kv_element_bytes)))
+        stages = DECODE_STAGES
+        cap = kv_element_bytes == 1 and dpad <= 128
+    else:
+        # the fp32 accumulator (block_m × head) stays in registers: about 8K values per program
+        block_m = max(rows_for_group, min(64, 8192 // dpad))
+        block_q = max(1, block_m // group)
+        tile_n = min(64, max(16, 8192 // dpad))
+        stages = 3
+        cap = False
+    programs = query_block_count(num_tokens, num_seqs, block_q, decode) * num_kv_heads
+    if num_splits is None:
+        per_sm = SPLIT_PROGRAMS_PER_SM_CAPPED if cap else SPLIT_PROGRAMS_PER_SM
+        num_splits = choose_num_splits(programs, cdiv(max(max_seq_len, 1), tile_n), num_sms, per_sm)
+    # The register cap pays only when more programs than fit uncapped want to run at once (measured:
+    # int8, B=1 at 33 segments, 264 programs, was slower capped, 53.1 µs against 47.6 µs).
+    crowded = num_sms is not None and programs * num_splits > NO_SPLIT_PROGRAMS_PER_SM * num_sms
+    max_registers = DECODE_MAX_REGISTERS_8BIT if cap and crowded else None
+    return AttentionTiling(block_m=block_m, block_q=block_q, tile_n=tile_n, num_stages=stages,
+                           num_splits=num_splits, max_registers=max_registers)
+
+
+def query_block_count(num_tokens: int, num_seqs: int, block_q: int, decode_only: bool) -> int:
+    """Query blocks the grid launches.
+
+    Decode-only batches get one program per sequence. Otherwise each sequence's new tokens are cut
+    into blocks of ``block_q``; ``num_tokens // block_q + num_seqs`` bounds their number without
+    reading the per-sequence lengths on the device (programs past their sequence's end exit).
+    """
+    if decode_only:
+        return num_seqs
+    return num_tokens // block_q + num_seqs

@@ -1,0 +1,75 @@
+"""Lesson kernel 3: merging split-K segments (the second half of flash-decoding).
+
+With split-K, each segment ``s`` of a query row's key range leaves three things behind: its running
+max ``m_s`` (log2 units), its sum of exponentials ``l_s = Σ exp2(S_j − m_s)`` and its unnormalised
+output ``acc_s = Σ exp2(S_j − m_s) · v_j``. Softmax over the union is then exact:
+
+    M   = max_s m_s
+    w_s = exp2(m_s − M)                 rescales every segment to the common max
+    out = Σ_s w_s · acc_s / Σ_s w_s · l_s
+
+A segment that saw no key (a short sequence split into many segments, or a segment left of a sliding
+window) reports ``m_s = −inf``, ``l_s = 0``, ``acc_s = 0``, so ``w_s = 0`` and it drops out. Every
+query row has at least one key (itself), so ``M`` is finite for every row that is read.
+
+One program merges one (token, query head): a ``[num_splits, head_size_v]`` tile, small and cheap
+next to the K/V bytes the attention kernel streamed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kvlab.kernels.numerics import to_storage
+from kvlab.kernels.runtime import INTERPRET, tl, triton
+
+
+@triton.jit
+def _split_reduce_kernel(
+    out_ptr, part_acc_ptr, part_stat_ptr,
+    out_scale, num_splits,
+    stride_ot, stride_oh,
+    NUM_Q_HEADS: tl.constexpr, SPLITS_PAD: tl.constexpr,
+    HEAD_SIZE_V: tl.constexpr, HEAD_SIZE_V_PAD: tl.constexpr,
+    OUT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr,
+):
+    token = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1)
+    row = token * NUM_Q_HEADS + head  # partials are [num_tokens, num_q_heads, num_splits, ...]
+    sp = tl.arange(0, SPLITS_PAD)
+    sp_mask = sp < num_splits
+    m = tl.load(part_stat_ptr + (row * num_splits + sp) * 2, mask=sp_mask, other=float("-inf"))
+    l = tl.load(part_stat_ptr + (row * num_splits + sp) * 2 + 1, mask=sp_mask, other=0.0)
+    m_max = tl.max(m, axis=0)
+    w = tl.exp2(m - m_max)
+    total = tl.sum(w * l, axis=0)
+
+    dv = tl.arange(0, HEAD_SIZE_V_PAD)
+    dv_mask = dv < HEAD_SIZE_V
+    acc = tl.load(part_acc_ptr + (row * num_splits + sp[:, None]) * HEAD_SIZE_V + dv[None, :],
+                  mask=sp_mask[:, None] & dv_mask[None, :], other=0.0)
+    o = tl.sum(acc * w[:, None], axis=0) / total * out_scale
+    tl.store(out_ptr + token * stride_ot + head * stride_oh + dv, to_storage(o, OUT_DTYPE, INTERPRET_),
+             mask=dv_mask)
+
+
+def launch_split_reduce(
+    out: torch.Tensor,
+    part_acc: torch.Tensor,
+    part_stat: torch.Tensor,
+    out_scale: float,
+    out_dtype,
+) -> None:
+    """Merge ``part_acc [T, Hq, S, Dv]`` and ``part_stat [T, Hq, S, 2]`` into ``out [T, Hq, Dv]``."""
+    num_tokens, num_q_heads, num_splits, head_size_v = part_acc.shape
+    if num_tokens == 0:
+        return
+    _split_reduce_kernel[(num_tokens, num_q_heads)](
+        out, part_acc, part_stat,
+        out_scale, num_splits,
+        out.stride(0), out.stride(1),
+        NUM_Q_HEADS=num_q_heads, SPLITS_PAD=max(2, 1 << (num_splits - 1).bit_length()),
+        HEAD_SIZE_V=head_size_v, HEAD_SIZE_V_PAD=max(16, 1 << (head_size_v - 1).bit_length()),
+        OUT_DTYPE=out_dtype, INTERPRET_=INTERPRET,
+        num_warps=1 if num_splits * head_size_v <= 2048 else 4,
+    )

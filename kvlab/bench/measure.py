@@ -1,0 +1,96 @@
+"""Timing on the GPU, and the bandwidth ceiling the timings are compared with.
+
+Times are medians of CUDA-graph replays: the launches of one case are captured once, so Python
+and launch overhead stay out of the numbers (as they would in a serving engine that replays graphs),
+and each replay is timed with CUDA events. Inputs smaller than a few L2 caches are rotated over
+copies inside the graph, so a replay does not just re-read the L2.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+
+import torch
+
+
+def time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmup: int = 3) -> float:
+    """Median microseconds per launch of ``launches``, replayed as one CUDA graph.
+
+    Args:
+        launches: callables that only launch GPU work (no host synchronisation); one replay runs
+            them all once, in order (rotation over input copies).
+        repeats: timed replays.
+        warmup: untimed replays first.
+    """
+    for fn in launches:  # compiles Triton kernels and loads modules outside the capture
+        fn()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for fn in launches:
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for fn in launches:
+            fn()
+    for _ in range(warmup):
+        graph.replay()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0 / len(launches))
+    del graph
+    return statistics.median(samples)
+
+
+def copy_bandwidths_gbps(nbytes: int = 2 << 30, repeats: int = 20) -> dict[str, float]:
+    """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written, three ways.
+
+    ``memcpy``: ``Tensor.copy_`` (a memcpy node in the graph); ``kernel``: an elementwise kernel on
+    the multiprocessors (``torch.neg`` into another tensor: one read, one write per element);
+    ``memcpy_eager``: the same memcpy outside a graph, timed with events.
+    """
+    src = torch.randn(nbytes // 4, device="cuda")
+    dst = torch.empty_like(src)
+    out = {
+        "memcpy": time_graph_us([lambda: dst.copy_(src)], repeats),
+        "kernel": time_graph_us([lambda: torch.neg(src, out=dst)], repeats),
+    }
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0)
+    out["memcpy_eager"] = statistics.median(samples)
+    return {k: 2 * nbytes / us / 1e3 for k, us in out.items()}
+
+
+def copy_bandwidth_gbps(nbytes: int = 2 << 30, repeats: int = 20) -> float:
+    """The device's copy bandwidth in GB/s (read + written bytes): the best of
+    :func:`copy_bandwidths_gbps`. A copy is the simplest kernel that streams memory at full speed,
+    so it is the ceiling a memory-bound kernel is measured against (datasheet numbers are not
+    reached by anything)."""
+    return max(copy_bandwidths_gbps(nbytes, repeats).values())
+
+
+def l2_bytes() -> int:
+    """L2 cache size of the current GPU in bytes (50 MB on an H100 SXM if the driver hides it)."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+
+
+def rotation_sets(nbytes_per_set: int, l2_multiple: int, cap: int = 32) -> int:
+    """Copies of the inputs to rotate over so that one replay touches ``l2_multiple`` × L2 bytes."""
+    need = -(-(l2_multiple * l2_bytes()) // max(nbytes_per_set, 1))
+    return max(1, min(cap, need))
