@@ -154,6 +154,14 @@ def test_softcap_and_custom_scale(target, seed, softcap, scheme):
     _check(ex, target, scheme=scheme, softcap=softcap, scale=0.5)
 
 
+@pytest.mark.parametrize("d", [80, 512])
+def test_split_k_merges_every_channel_slice(target, seed, d):
+    """The merge works on slices of output channels; a padded head size leaves a partial last slice."""
+    qlens, slens = ([1, 1, 5], [3000, 700, 800]) if target.large else ([1, 1], [70, 33])
+    ex = _example(target, seed, qlens, slens, hq=4, hkv=2, d=d, scheme="int8_per_token_head")
+    _check(ex, target, scheme="int8_per_token_head", num_splits=3)
+
+
 @pytest.mark.parametrize("num_splits", [2, 5, 16])
 def test_split_k_with_empty_segments(target, seed, num_splits):
     """More segments than tiles leaves some segments empty; they must drop out of the merge."""
