@@ -192,8 +192,8 @@ class Scheduler:
         need, size = per_pool[idx], pools[idx].num_usable_blocks
         self._stall(
             step, req, need, size,
-            f"needs {need} blocks of {self._pool_label(idx)} for its next {n} tokens while running "
-            f"alone; that pool has {size} usable blocks",
+            f"needs {need:,} blocks of {self._pool_label(idx)} for its next {n:,} tokens while running "
+            f"alone; that pool has {size:,} usable blocks",
         )
 
     def _pool_label(self, pool_idx: int) -> str:
@@ -212,8 +212,8 @@ class Scheduler:
             if need > pool.num_usable_blocks:
                 self._stall(
                     step, req, gate.need, self.manager.num_usable_blocks,
-                    f"admission gate asks {need} blocks of {self._pool_label(idx)}, "
-                    f"which has {pool.num_usable_blocks} usable blocks",
+                    f"admission gate asks {need:,} blocks of {self._pool_label(idx)}, "
+                    f"which has {pool.num_usable_blocks:,} usable blocks",
                 )
                 return
         if gate.admitted:
@@ -222,8 +222,8 @@ class Scheduler:
                 if need > pool.num_usable_blocks:
                     self._stall(
                         step, req, need, pool.num_usable_blocks,
-                        f"passes the admission gate ({gate.need} blocks), but its first {n} tokens need "
-                        f"{need} blocks of {self._pool_label(idx)}, which has {pool.num_usable_blocks} "
+                        f"passes the admission gate ({gate.need:,} blocks), but its first {n:,} tokens need "
+                        f"{need:,} blocks of {self._pool_label(idx)}, which has {pool.num_usable_blocks:,} "
                         "usable blocks",
                     )
                     return

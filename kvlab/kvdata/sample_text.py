@@ -1,0 +1,35 @@
+"""The passage MiniLM reads to produce real K/V for the lessons.
+
+kvlab's own prose, longer than MiniLM's 512-token limit, so the model always sees a full window.
+"""
+
+SAMPLE_TEXT = (
+    "A language model that writes one token at a time would be hopelessly slow if it had to look at "
+    "the whole prompt again for every new word. Instead, each attention layer keeps the keys and values "
+    "it has already computed, and the next step only computes the projections of the newest token. "
+    "This store is the key-value cache. It grows by one row per layer and per head for every token, and "
+    "in a serving engine it is usually the largest consumer of accelerator memory after the weights. "
+    "Engines therefore cut the cache into fixed-size blocks, the way an operating system cuts memory "
+    "into pages. A request owns a list of block numbers, its block table, and the attention kernel "
+    "follows that table to find the rows it needs. Blocks can be handed out one by one as a request "
+    "grows, returned when it finishes, and shared between requests that start with the same prompt. "
+    "Sliding-window layers only look back a fixed number of tokens, so the blocks that fall out of the "
+    "window can be given back early, while full-attention layers keep every block until the end. "
+    "The scheduler decides, step by step, which waiting request may start: it must be sure that enough "
+    "free blocks remain, or it would have to preempt a running request and compute it again later. "
+    "Storing each number in eight bits instead of sixteen halves the memory, so twice as many tokens "
+    "fit, but every stored value is rounded. With one scale for a whole tensor, a few channels with "
+    "very large values force a coarse step on all the small ones; with one scale per token and head, "
+    "each row adapts to its own range at the price of a few extra bytes. Whether the rounding matters "
+    "depends on how the errors add up inside the softmax, which is why the error of the attention "
+    "output, not of single numbers, is the quantity to watch. Measuring it against an exact reference, "
+    "computed in double precision on the same cached values, separates the error of the format from "
+    "the error of the kernel. The same reference also tells a fast kernel from a merely fast-looking "
+    "one: a kernel that reads too few bytes, or the wrong blocks, gives numbers that drift away from "
+    "the reference as the context grows. Finally, speed: decoding reads the whole cache once per step "
+    "and does little arithmetic on it, so its time is set by memory bandwidth, and a cache half the "
+    "size can be read in half the time, if the kernel streams it efficiently and applies the scales "
+    "without extra passes. Prefill, by contrast, is dominated by matrix products, and a smaller cache "
+    "helps it much less. These trade-offs between memory, accuracy and speed are what the following "
+    "pages measure, one question at a time, on numbers a reader can check."
+)

@@ -1,0 +1,77 @@
+"""Layout shared by kvlab's figures: fonts, margins, axis titles with units, hover mode."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from kvlab.plots.palette import CATEGORICAL, GREY_DARK, GREY_LIGHT
+
+FONT_FAMILY = "Inter, Helvetica, Arial, sans-serif"
+
+_AXIS_STYLE = dict(gridcolor=GREY_LIGHT, linecolor=GREY_DARK, showline=True, ticks="outside",
+                   zeroline=False, automargin=True)
+
+#: A small template (white background, light grid, the palette's colour order). plotly's built-in
+#: templates describe every trace type and cost ~15 ms to validate on each update; this one is tiny.
+TEMPLATE: dict = dict(layout=dict(
+    paper_bgcolor="white", plot_bgcolor="white", colorway=list(CATEGORICAL),
+    xaxis=_AXIS_STYLE, yaxis=_AXIS_STYLE,
+))
+
+
+def column(values: Sequence, *, mixed: bool = False) -> np.ndarray:
+    """Trace data as a NumPy array: plotly copies arrays wholesale but validates Python lists element
+    by element (32 traces of 130 points: 61 ms from lists, 21 ms from arrays). ``mixed=True`` keeps
+    rows of mixed types (``customdata`` of ids and numbers) as objects, so numbers stay numbers."""
+    return np.array(values, dtype=object) if mixed else np.asarray(values)
+
+
+def base_layout(title: str = "", *, height: int = 360, width: int | None = None, **extra) -> dict:
+    """Layout keywords every figure starts from (white template, legend on top, unified hover off)."""
+    layout = dict(
+        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=15)),
+        template=TEMPLATE,
+        font=dict(family=FONT_FAMILY, size=12),
+        height=height,
+        margin=dict(l=70, r=20, t=60, b=55),
+        legend=dict(orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.02),
+        hoverlabel=dict(font=dict(family=FONT_FAMILY)),
+        uirevision="kvlab",  # keep the user's zoom when a widget redraws the figure
+    )
+    if width is not None:
+        layout["width"] = width
+    layout.update(extra)
+    return layout
+
+
+def axis(title: str, **extra) -> dict:
+    """An axis with a title (include the unit in ``title``, e.g. ``"context (tokens)"``)."""
+    return dict(title=dict(text=title), **{**_AXIS_STYLE, **extra})
+
+
+def figure(traces: list, title: str, x_title: str, y_title: str, *, xaxis: dict | None = None,
+           yaxis: dict | None = None, **layout) -> go.Figure:
+    """A figure built in one go (one validation pass): ``traces`` on titled axes.
+
+    Args:
+        traces: plotly trace objects.
+        title: figure title.
+        x_title, y_title: axis titles, units included (e.g. ``"context (tokens)"``).
+        xaxis, yaxis: extra axis settings (``type="log"``, ranges…).
+        layout: extra layout keywords (``height``, ``barmode``, ``shapes``…).
+    """
+    lay = base_layout(title, **layout)
+    lay["xaxis"] = axis(x_title, **(xaxis or {}))
+    lay["yaxis"] = axis(y_title, **(yaxis or {}))
+    return go.Figure(data=traces, layout=lay)
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes as a short human string (binary units: KiB, MiB, GiB)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:,.2f} {unit}"
+    return f"{n:,.0f} B"

@@ -1,0 +1,123 @@
+"""What every explorer shares: named controls, live figures, a status line and a debounced update.
+
+An explorer is built by a ``build_*`` function and returned as an :class:`Explorer`: show
+``explorer.ui`` in a notebook, or drive ``explorer.controls[name].value`` from Python (tests,
+benchmarks) and read ``explorer.figures[name]``. Each control change triggers
+:meth:`Explorer.update` through a :class:`~kvlab.widgets.debounce.Debouncer`; the update recomputes
+with the library, rebuilds the figures with :mod:`kvlab.plots` and copies them into the
+``FigureWidget`` objects in one batched message. Any error is shown in the status line, never as a
+traceback, and the figures keep their last valid state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+from kvlab.widgets.debounce import Debouncer
+from kvlab.widgets.figure_sync import sync_figure
+from kvlab.widgets.status import StatusLine
+
+log = logging.getLogger(__name__)
+
+
+class Explorer:
+    """Controls, figures and status of one interactive view.
+
+    Attributes:
+        ui: the widget to display.
+        controls: the input widgets by name (set ``.value`` to drive the explorer).
+        figures: the ``FigureWidget`` objects by name.
+        status: the status line (``status.level`` and ``status.message`` for tests).
+        debouncer: coalesces bursts of control changes.
+        last_error: the message of the last failed update, or ``None`` after a good one.
+        updates: how many updates ran.
+    """
+
+    def __init__(
+        self,
+        controls: dict[str, widgets.Widget],
+        figures: dict[str, go.FigureWidget],
+        render: Callable[[], dict[str, go.Figure] | None],
+        *,
+        debounce_s: float = 0.15,
+    ) -> None:
+        self.controls = controls
+        self.figures = figures
+        self.status = StatusLine()
+        self._render = render
+        self.debouncer = Debouncer(self.update, debounce_s)
+        self.last_error: str | None = None
+        self.updates = 0
+        self._inputs: dict[str, object] = {}
+        self.ui: widgets.Widget = widgets.VBox()
+        for control in controls.values():
+            if hasattr(control, "value"):
+                control.observe(self.debouncer, names="value")
+
+    def value(self, name: str):
+        """Current value of control ``name``."""
+        return self.controls[name].value
+
+    def changed(self, figure: str, inputs: object) -> bool:
+        """True when ``figure`` must be rebuilt because its ``inputs`` differ from the last ones drawn.
+
+        Renderers call this to skip figures a control change does not affect.
+        """
+        if figure in self._inputs and self._inputs[figure] == inputs:
+            return False
+        self._inputs[figure] = inputs
+        return True
+
+    def fail(self, message: str) -> None:
+        """Report an invalid combination from inside a renderer (figures it still returns are drawn)."""
+        self.last_error = message
+        self.status.error(message)
+
+    def update(self) -> None:
+        """Recompute and redraw now from the current control values."""
+        self.updates += 1
+        self.last_error = None
+        try:
+            new_figures = self._render() or {}
+            for name, fig in new_figures.items():
+                sync_figure(self.figures[name], fig)
+        except (ValueError, RuntimeError, KeyError) as exc:
+            self._inputs.clear()
+            self.last_error = str(exc)
+            self.status.error(str(exc))
+        except Exception as exc:  # noqa: BLE001 — a widget must show the problem, not a traceback
+            log.exception("explorer update failed")
+            self._inputs.clear()
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.status.error(f"unexpected {type(exc).__name__}: {exc}")
+
+    def refresh(self) -> None:
+        """Run any scheduled update now (figures are current when it returns)."""
+        if self.debouncer.pending:
+            self.debouncer.flush()
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.ui._repr_mimebundle_(**kwargs)
+
+
+#: Width of the explorers' figures (pixels): a JupyterLab notebook column on a laptop screen. A
+#: widget-hosted plotly figure does not follow its container's width, so it is set explicitly.
+FIGURE_WIDTH = 940
+
+
+def empty_figure_widget(height: int = 360, width: int = FIGURE_WIDTH) -> go.FigureWidget:
+    """A blank ``FigureWidget`` (``width`` × ``height`` pixels) that an explorer fills on its first update."""
+    from kvlab.plots.style import base_layout
+
+    return go.FigureWidget(layout=base_layout("", height=height, width=width))
+
+
+def labelled(control: widgets.Widget, width: str = "340px") -> widgets.Widget:
+    """Give a control a fixed width and a description width wide enough for kvlab's labels."""
+    control.layout.width = width
+    control.style.description_width = "130px"
+    return control

