@@ -96,9 +96,14 @@ def calibrate_scale(
     else:
         divisor = K_SCALE_CONSTANT if role == "k" else V_SCALE_CONSTANT
     # divide by a tensor: a CUDA tensor divided by a Python number goes through its reciprocal
-    scale = torch.clamp(absmax / torch.tensor(divisor, dtype=torch.float32, device=absmax.device),
-                        min=SCALE_FLOOR)
-    return float(scale.to(torch.float32).item())
+    divisor_t = torch.tensor(divisor, dtype=torch.float32, device=absmax.device)
+    scale = torch.clamp(absmax.float() / divisor_t, min=SCALE_FLOOR)
+    if method == "absmax":
+        # fl(max|x| / FMAX) may round down, and then max|x| / scale lands one ulp above FMAX and
+        # counts as saturated; the next fp32 up keeps the promise "no value saturates".
+        while bool(absmax.float() / scale > divisor_t):
+            scale = torch.nextafter(scale, torch.tensor(float("inf"), device=scale.device))
+    return float(scale.item())
 
 
 def quantize_per_tensor(

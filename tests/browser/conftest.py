@@ -34,7 +34,9 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an asyncio loop marked as running in the main
+# thread while it is open, which later tests (and widgets deciding how to schedule updates) would see.
+@pytest.fixture(scope="module")
 def lab_server(tmp_path_factory, chromium_path):
     home = tmp_path_factory.mktemp("lab-home")
     root = tmp_path_factory.mktemp("lab-root")
@@ -45,7 +47,7 @@ def lab_server(tmp_path_factory, chromium_path):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path):
     from playwright.sync_api import sync_playwright
 

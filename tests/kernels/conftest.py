@@ -118,13 +118,3 @@ def poisoned(shape, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
 def make_poisoned():
     return poisoned
 
-
-def pytest_collection_modifyitems(config, items):
-    # Triton 3.6's interpreter calls int() on one-element NumPy arrays when a loop bound is a tensor.
-    # NumPy < 2.4 warns about it (2.4 makes it an error, which is why kvlab pins numpy < 2.4); the
-    # warning says nothing about kvlab's kernels, so it is silenced for these tests only.
-    here = __file__.rsplit("/", 1)[0]
-    for item in items:
-        if str(item.fspath).startswith(here):
-            item.add_marker(pytest.mark.filterwarnings(
-                "ignore:Conversion of an array with ndim > 0 to a scalar:DeprecationWarning"))

@@ -54,6 +54,15 @@ def test_absmax_calibration_maps_the_largest_value_to_the_format_max(gen):
         assert quantize_per_tensor(x, s, scheme).num_saturated == 0
 
 
+@pytest.mark.parametrize("scheme", ["fp8", "fp8_e5m2"])
+def test_absmax_calibration_never_saturates_whatever_the_rounding_of_the_scale(gen, scheme):
+    """fl(max|x| / FMAX) rounds down for about half of all magnitudes; the largest value must still fit."""
+    magnitudes = torch.exp(torch.randn(2000, generator=gen) * 8)  # 1e-7 … 1e7
+    for a in magnitudes.tolist():
+        x = torch.tensor([a, -a / 3], dtype=torch.float32)
+        assert quantize_per_tensor(x, calibrate_scale(x, scheme), scheme).num_saturated == 0, a
+
+
 def test_vllm_calibration_divides_by_200_for_k_and_100_for_v(gen):
     x = torch.randn(100, 8, 64, generator=gen)
     absmax = float(x.abs().max())
