@@ -70,6 +70,7 @@ from kvlab.kernels.launch_config import (
     MAX_SPLITS,
     AttentionTiling,
     choose_tiling,
+    next_pow2,
     query_block_count,
 )
 from kvlab.kernels.numerics import (
@@ -475,8 +476,8 @@ def prepare_paged_attention(
     )
     consts = dict(
         NUM_KV_HEADS=nkv, GROUP=group,
-        HEAD_SIZE=head_size, HEAD_SIZE_PAD=max(16, _pow2(head_size)),
-        HEAD_SIZE_V=hv, HEAD_SIZE_V_PAD=max(16, _pow2(hv)),
+        HEAD_SIZE=head_size, HEAD_SIZE_PAD=max(16, next_pow2(head_size)),
+        HEAD_SIZE_V=hv, HEAD_SIZE_V_PAD=max(16, next_pow2(hv)),
         BLOCK_SIZE=cache.block_size, TILE_N=tiling.tile_n, BLOCK_M=tiling.block_m, BLOCK_Q=tiling.block_q,
         DECODE_ONLY=decode_only, QUANT_MODE=int(mode),
         IS_FP8=is_fp8,
@@ -489,10 +490,6 @@ def prepare_paged_attention(
     )
     return PagedAttentionCall(out=out, tiling=tiling, _args=args, _consts=consts,
                               _grid=(q_blocks * nkv, splits), _reduce=reduce)
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def paged_attention(

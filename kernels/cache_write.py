@@ -36,6 +36,7 @@ import torch
 from kvlab.cache.paged_cache import PagedKVCache, WriteReport
 from kvlab.kernels.devices import require_kernel_device
 from kvlab.kernels.dtypes import fp8_constexprs, triton_dtype
+from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.numerics import round_half_even, to_fp8, to_fp32, to_storage
 from kvlab.kernels.runtime import INTERPRET, tl, triton
 from kvlab.quantization.formats import SCALE_FLOOR
@@ -135,10 +136,6 @@ def _cache_write_kernel(
         tl.store(saturated_ptr + (token * NUM_KV_HEADS + head) * 2 + 1, tl.where(keep, v_sat, 0))
 
 
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
 def launch_cache_write(
     cache: PagedKVCache,
     key: torch.Tensor,
@@ -185,8 +182,8 @@ def launch_cache_write(
         nkv * hs, hs, nkv * hv, hv,
         NUM_KV_HEADS=nkv,
         CACHE_DTYPE=triton_dtype(sch.storage_dtype),
-        HEAD_SIZE=hs, HEAD_SIZE_PAD=_next_pow2(hs),
-        HEAD_SIZE_V=hv, HEAD_SIZE_V_PAD=_next_pow2(hv),
+        HEAD_SIZE=hs, HEAD_SIZE_PAD=next_pow2(hs),
+        HEAD_SIZE_V=hv, HEAD_SIZE_V_PAD=next_pow2(hv),
         QUANT_MODE=int(sch.mode), QMIN=float(qmin), QMAX=float(qmax), SCALE_FLOOR_=SCALE_FLOOR,
         ROUND_NEAREST=rounding == "nearest",
         **{k: v for k, v in fp8.items() if k not in ("SPECIAL_MASK", "HAS_INF")},

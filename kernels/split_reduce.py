@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import torch
 
+from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.numerics import to_storage
 from kvlab.kernels.runtime import INTERPRET, tl, triton
 
@@ -72,9 +73,9 @@ def launch_split_reduce(
     num_tokens, num_q_heads, num_splits, head_size_v = part_acc.shape
     if num_tokens == 0:
         return
-    head_size_v_pad = max(16, 1 << (head_size_v - 1).bit_length())
+    head_size_v_pad = max(16, next_pow2(head_size_v))
     block_d = min(REDUCE_BLOCK_D, head_size_v_pad)
-    splits_pad = max(2, 1 << (num_splits - 1).bit_length())
+    splits_pad = max(2, next_pow2(num_splits))
     grid = (num_tokens, num_q_heads, head_size_v_pad // block_d)
     _split_reduce_kernel[grid](
         out, part_acc, part_stat,
