@@ -1,19 +1,31 @@
 """A hypothesis state machine over the pool and the managers, checking the invariants of spec §1.5
 after every step: admit (with prefix hits and the gate), grow (chunks, decode, lookahead, sliding-window
-skipping), free, preempt. 200 examples × 50 steps = 10,000 steps per profile."""
+skipping), free, preempt. Each profile's run is required to take at least 10,000 steps (counted, not
+estimated: hypothesis may end an example before its step budget)."""
 
 from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from kvlab.allocator import KVCacheManager, TokenRequest
 from kvlab.sizing import FullAttentionSpec, KVCacheConfig, KVCacheGroup, KVCachePool, SlidingWindowSpec, cdiv
 
 MAX_MODEL_LEN = 96
+#: Steps taken by every machine in this process (an invariant counts them: invariants run after each).
+STEPS = {"taken": 0}
+MIN_STEPS = 10_000
 PREFIXES = [[p * 1000 + i for i in range(64)] for p in range(3)]
 
 
@@ -109,6 +121,10 @@ class AllocatorMachine(RuleBasedStateMachine):
 
     # -- §1.5 invariants ------------------------------------------------------------------------------------
     @invariant()
+    def count_step(self):
+        STEPS["taken"] += 1
+
+    @invariant()
     def blocks_are_free_or_referenced(self):
         if not hasattr(self, "manager"):
             return
@@ -168,8 +184,8 @@ class AllocatorMachine(RuleBasedStateMachine):
 
 
 SETTINGS = settings(
-    max_examples=200,
-    stateful_step_count=50,
+    max_examples=300,
+    stateful_step_count=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
@@ -185,7 +201,9 @@ class NewMachine(AllocatorMachine):
     skip_on = "processed"
 
 
-TestClassicAllocator = ClassicMachine.TestCase
-TestClassicAllocator.settings = SETTINGS
-TestNewAllocator = NewMachine.TestCase
-TestNewAllocator.settings = SETTINGS
+@pytest.mark.parametrize("machine", [ClassicMachine, NewMachine], ids=["classic", "new"])
+def test_invariants_hold_over_at_least_10000_steps(machine):
+    before = STEPS["taken"]
+    run_state_machine_as_test(machine, settings=SETTINGS)
+    taken = STEPS["taken"] - before
+    assert taken >= MIN_STEPS, f"only {taken} steps ran; raise max_examples or stateful_step_count"
