@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session for kvlab's Triton kernels: environment facts, the GPU variants of the kernel tests,
-# then `kvlab bench` (the tuning sweep and/or the full grid). Logs and CSVs go to $OUT (or ./gpu_out).
+# then `kvlab bench` (the tuning sweep and/or the full grid). Logs and CSVs go to the folder named by
+# the OUT environment variable (default ./gpu_out).
 #
 #   benchmarks/gpu_session.sh [tests] [sweep] [quick] [bench] [profile]      (default: tests bench)
 #
