@@ -56,7 +56,8 @@ def copy_bandwidths_gbps(nbytes: int = 2 << 30, repeats: int = 20) -> dict[str, 
 
     ``memcpy``: ``Tensor.copy_`` (a memcpy node in the graph); ``kernel``: an elementwise kernel on
     the multiprocessors (``torch.neg`` into another tensor: one read, one write per element);
-    ``memcpy_eager``: the same memcpy outside a graph, timed with events.
+    ``memcpy_eager``: the same memcpy outside a graph, timed with events. The best of the three is the
+    ceiling a memory-bound kernel is measured against (datasheet numbers are reached by nothing).
     """
     src = torch.randn(nbytes // 4, device="cuda")
     dst = torch.empty_like(src)
@@ -74,14 +75,6 @@ def copy_bandwidths_gbps(nbytes: int = 2 << 30, repeats: int = 20) -> dict[str, 
         samples.append(start.elapsed_time(end) * 1000.0)
     out["memcpy_eager"] = statistics.median(samples)
     return {k: 2 * nbytes / us / 1e3 for k, us in out.items()}
-
-
-def copy_bandwidth_gbps(nbytes: int = 2 << 30, repeats: int = 20) -> float:
-    """The device's copy bandwidth in GB/s (read + written bytes): the best of
-    :func:`copy_bandwidths_gbps`. A copy is the simplest kernel that streams memory at full speed,
-    so it is the ceiling a memory-bound kernel is measured against (datasheet numbers are not
-    reached by anything)."""
-    return max(copy_bandwidths_gbps(nbytes, repeats).values())
 
 
 def l2_bytes() -> int:

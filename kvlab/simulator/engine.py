@@ -43,7 +43,7 @@ def run_simulation(
         raise ValueError("workload request ids must be unique")
     hash_block_size = manager.coordinator.hash_block_size
     pending = sorted(workload, key=lambda r: r.arrival_step)
-    scheduler = Scheduler(manager, scheduler_config, detail)
+    scheduler = Scheduler(manager, scheduler_config)
     timeline: list[StepRecord] = []
     pool_size = manager.num_usable_blocks
     next_arrival = 0

@@ -45,10 +45,9 @@ class SchedulerConfig:
 class Scheduler:
     """Steps a set of requests through one :class:`KVCacheManager`."""
 
-    def __init__(self, manager: KVCacheManager, config: SchedulerConfig, detail: str = "ids") -> None:
+    def __init__(self, manager: KVCacheManager, config: SchedulerConfig) -> None:
         self.manager = manager
         self.config = config
-        self.detail_ids = detail == "ids"
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.lagged_frees: list[SimRequest] = []
