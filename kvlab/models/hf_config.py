@@ -98,14 +98,15 @@ def model_from_hf_config(
     )
     max_len = _field(cfg, "max_position_embeddings", "the default max_model_len", where)
     dtype = _DTYPES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"), "bfloat16")
-    heads = cfg.get("num_attention_heads")
     return ModelKV(
         name=name or str(outer.get("_name_or_path") or cfg.get("model_type") or where),
         layers=tuple(attention_layers),
         max_position_embeddings=int(max_len),
         dtype=dtype,
         source=source or where,
-        num_attention_heads=int(heads) if heads else None,
+        num_attention_heads=_optional_int(cfg, "num_attention_heads", where),
+        num_parameters=_optional_int(outer, "num_parameters", where),
+        num_active_parameters=_optional_int(outer, "num_active_parameters", where),
         state_layers=states,
         mtp_layers=int(cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers") or 0),
         mamba_chunk_size=int(cfg["mamba_chunk_size"]) if cfg.get("mamba_chunk_size") else None,
@@ -203,3 +204,14 @@ def _share_kv(layers: list[LayerKV], shared: int, num_layers: int, where: str) -
             raise ValueError(f"{where}: shared layer {layer.name!r} has no earlier {layer.kind} layer to reuse")
         out.append(dataclasses.replace(layer, kv_shared_with=targets[-1].name))
     return out
+
+
+def _optional_int(cfg: dict[str, Any], key: str, source: str) -> int | None:
+    """``cfg[key]`` as an int, ``None`` when absent (``num_parameters`` and ``num_active_parameters``
+    are kvlab's own keys: a ``config.json`` may add them for the step-time model)."""
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
+        raise ValueError(f"{source}: {key!r} must be a positive integer, got {value!r}")
+    return int(value)

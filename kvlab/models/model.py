@@ -116,7 +116,11 @@ class ModelKV:
         max_position_embeddings: the longest context the model supports (tokens).
         dtype: the model dtype (what ``kv_cache_dtype="auto"`` stores).
         source: where the facts come from (model id, revision or date).
-        num_attention_heads: query heads (checked against tensor parallelism); ``None`` = unknown.
+        num_attention_heads: query heads of the whole model (``None`` = unknown): checked against
+            tensor parallelism; the step-time model needs them for attention FLOPs.
+        num_parameters: all weights (parameters), ``None`` = unknown.
+        num_active_parameters: weights one token runs through (parameters; smaller than
+            ``num_parameters`` for mixture-of-experts models); ``None`` = ``num_parameters``.
         state_layers: Mamba / linear-attention layers (a fixed state per request).
         mtp_layers: multi-token-prediction modules shipped with the model (used only when
             speculative decoding with ``method="mtp"`` is on).
@@ -129,11 +133,25 @@ class ModelKV:
     dtype: str = "bfloat16"
     source: str = ""
     num_attention_heads: int | None = None
+    num_parameters: int | None = None
+    num_active_parameters: int | None = None
     state_layers: tuple[StateLayerKV, ...] = ()
     mtp_layers: int = 0
     mamba_chunk_size: int | None = None
 
     def __post_init__(self) -> None:
+        for field in ("num_attention_heads", "num_parameters", "num_active_parameters"):
+            if getattr(self, field) is not None:
+                require_positive_int(getattr(self, field), f"{field} of model {self.name!r}")
+        if (
+            self.num_active_parameters is not None
+            and self.num_parameters is not None
+            and self.num_active_parameters > self.num_parameters
+        ):
+            raise ValueError(
+                f"num_active_parameters ({self.num_active_parameters:,}) of model {self.name!r} exceeds "
+                f"num_parameters ({self.num_parameters:,})"
+            )
         if not self.layers and not self.state_layers:
             raise ValueError(f"model {self.name!r} has neither attention nor state layers")
         names = {layer.name for layer in self.layers}
