@@ -155,4 +155,18 @@ def model_from_hf_config(
         max_position_embeddings=int(max_len),
         dtype=dtype,
         source=source or where,
+        num_attention_heads=_optional_int(cfg, "num_attention_heads", where),
+        num_parameters=_optional_int(outer, "num_parameters", where),
+        num_active_parameters=_optional_int(outer, "num_active_parameters", where),
     )
+
+
+def _optional_int(cfg: dict[str, Any], key: str, source: str) -> int | None:
+    """``cfg[key]`` as an int, ``None`` when absent (``num_parameters`` and ``num_active_parameters``
+    are kvlab's own keys: a ``config.json`` may add them for the step-time model)."""
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
+        raise ValueError(f"{source}: {key!r} must be a positive integer, got {value!r}")
+    return int(value)

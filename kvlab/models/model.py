@@ -84,6 +84,11 @@ class ModelKV:
         max_position_embeddings: the longest context the model supports (tokens).
         dtype: the model dtype (what ``kv_cache_dtype="auto"`` stores).
         source: where the facts come from (model id, revision or date).
+        num_attention_heads: query heads of the whole model (``None`` = unknown); the step-time
+            model needs them for attention FLOPs.
+        num_parameters: all weights (parameters), ``None`` = unknown.
+        num_active_parameters: weights one token runs through (parameters; smaller than
+            ``num_parameters`` for mixture-of-experts models); ``None`` = ``num_parameters``.
     """
 
     name: str
@@ -91,8 +96,23 @@ class ModelKV:
     max_position_embeddings: int
     dtype: str = "bfloat16"
     source: str = ""
+    num_attention_heads: int | None = None
+    num_parameters: int | None = None
+    num_active_parameters: int | None = None
 
     def __post_init__(self) -> None:
+        for field in ("num_attention_heads", "num_parameters", "num_active_parameters"):
+            if getattr(self, field) is not None:
+                require_positive_int(getattr(self, field), f"{field} of model {self.name!r}")
+        if (
+            self.num_active_parameters is not None
+            and self.num_parameters is not None
+            and self.num_active_parameters > self.num_parameters
+        ):
+            raise ValueError(
+                f"num_active_parameters ({self.num_active_parameters:,}) of model {self.name!r} exceeds "
+                f"num_parameters ({self.num_parameters:,})"
+            )
         if not self.layers:
             raise ValueError(f"model {self.name!r} has no attention layers")
         require_positive_int(self.max_position_embeddings, "max_position_embeddings")
