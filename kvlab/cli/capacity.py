@@ -6,12 +6,14 @@ import argparse
 import json
 
 from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
+from kvlab.quantization import get_scheme
 from kvlab.serving import capacity
 
 
 def run(args: argparse.Namespace) -> int:
     config = engine_config(args)
     plan = capacity(config)
+    origin_note = get_scheme(config.kv_cache_dtype).origin_note
     groups = [
         {
             "kind": g.kind,
@@ -29,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "model": config.model_kv.name,
                     "profile": plan.profile.name,
+                    "kv_cache_dtype": config.kv_cache_dtype,
+                    "kv_cache_dtype_note": origin_note,
                     "max_model_len": plan.max_model_len,
                     "num_groups": len(groups),
                     "bytes_per_block": plan.bytes_per_block,
@@ -50,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         f"{config.model_kv.name}  TP={config.tensor_parallel_size}  kv_cache_dtype={config.kv_cache_dtype}  "
         f"profile={plan.profile.name}  max_model_len={plan.max_model_len:,}"
     )
+    if origin_note:
+        print(f"note: {config.kv_cache_dtype} is a {origin_note} value: vLLM does not offer it")
     print_table(
         [
             [
