@@ -6,12 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvlab.admission.policies import POLICY_NAMES, AdmissionPolicy, GroupBudget, get_policy
+from kvlab.hardware import GPUProfile
 from kvlab.serving.config import EngineConfig
 from kvlab.simulator.engine import DEFAULT_MAX_STEPS, run_simulation
 from kvlab.simulator.timeline import SimulationResult
 from kvlab.simulator.workload import RequestSpec
 from kvlab.sizing.capacity import KVCachePlan
 from kvlab.sizing.specs import cdiv, window_of
+from kvlab.timing import Efficiencies, StepTimeModel
 from kvlab.validation import require_positive_int
 
 
@@ -166,16 +168,31 @@ def simulate(
     max_steps: int = DEFAULT_MAX_STEPS,
     record_blocks: bool = False,
     detail: str = "ids",
+    gpu: str | GPUProfile | None = None,
+    weight_dtype: str = "bf16",
+    efficiencies: Efficiencies | None = None,
+    max_concurrency: int | None = None,
+    progress: bool = False,
 ) -> SimulationResult:
     """Serve ``workload`` under ``config`` (its profile, policy and limits), step by step.
 
     Args:
         config: the configuration.
-        workload: requests (see :mod:`kvlab.simulator.workload`).
+        workload: requests (see :mod:`kvlab.simulator.workload` and :mod:`kvlab.simulator.sessions`).
         max_steps: hard step cap (reported in the summary when reached).
         record_blocks: keep every block's owner/state per step (small runs only).
         detail: ``"ids"`` or ``"counts"`` in the per-step records.
+        gpu: a GPU name or profile: steps then take the time :class:`~kvlab.timing.StepTimeModel`
+            predicts, and ``result.metrics`` holds TTFT, TPOT, throughputs and wall time.
+        weight_dtype: the weights' dtype for the time model (``bf16``, ``fp8``, ``int4``, ``nvfp4``).
+        efficiencies: the time model's efficiencies (default: kvlab's fitted kernels).
+        max_concurrency: most requests in the engine at once (closed loop).
+        progress: show a progress bar on runs longer than a second.
     """
+    timer = None
+    if gpu is not None:
+        model, tp = config.model_kv, config.tensor_parallel_size
+        timer = StepTimeModel(gpu, model, config.kv_cache_dtype, weight_dtype, tp, efficiencies)
     return run_simulation(
         config.build_kv_cache_manager(),
         config.scheduler_config(),
@@ -183,4 +200,7 @@ def simulate(
         max_steps=max_steps,
         record_blocks=record_blocks,
         detail=detail,
+        step_time=timer,
+        max_concurrency=max_concurrency,
+        progress=progress,
     )
