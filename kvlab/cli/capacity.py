@@ -6,12 +6,18 @@ import argparse
 import json
 
 from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
+from kvlab.quantization import get_scheme
 from kvlab.serving import capacity
+from kvlab.serving.breakdown import request_bytes
 
 
 def run(args: argparse.Namespace) -> int:
     config = engine_config(args)
     plan = capacity(config)
+    hybrid = config.hybrid_block_choice()
+    hybrid_lines = list(hybrid.log_lines) if hybrid else []
+    per_request = request_bytes(config)
+    origin_note = "" if config.kv_cache_dtype == "fp8_ds_mla" else get_scheme(config.kv_cache_dtype).origin_note
     groups = [
         {
             "kind": g.kind,
@@ -29,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "model": config.model_kv.name,
                     "profile": plan.profile.name,
+                    "kv_cache_dtype": config.kv_cache_dtype,
+                    "kv_cache_dtype_note": origin_note,
                     "max_model_len": plan.max_model_len,
                     "num_groups": len(groups),
                     "bytes_per_block": plan.bytes_per_block,
@@ -40,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
                     "max_concurrency": round(plan.max_concurrency, 4),
                     "padding_layers": plan.grouping.padding_layers,
                     "groups": groups,
-                    "log_lines": list(plan.log_lines),
+                    "log_lines": hybrid_lines + list(plan.log_lines),
+                    "request_bytes": per_request.as_dict(),
                 },
                 indent=2,
             )
@@ -50,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
         f"{config.model_kv.name}  TP={config.tensor_parallel_size}  kv_cache_dtype={config.kv_cache_dtype}  "
         f"profile={plan.profile.name}  max_model_len={plan.max_model_len:,}"
     )
+    if origin_note:
+        print(f"note: {config.kv_cache_dtype} is a {origin_note} value: vLLM does not offer it")
     print_table(
         [
             [
@@ -72,7 +83,12 @@ def run(args: argparse.Namespace) -> int:
         f"KV cache tokens      {plan.kv_cache_tokens_per_group:,} (<= v0.20 formula), "
         f"{plan.kv_cache_tokens_concurrency:,} (>= v0.21 formula)"
     )
-    for line in plan.log_lines:
+    print(
+        "bytes per request    "
+        + ", ".join(f"{k} {v / 2**30:.3f} GiB" for k, v in per_request.as_dict().items() if v)
+        + f" (one request of {per_request.max_model_len:,} tokens)"
+    )
+    for line in [*hybrid_lines, *plan.log_lines]:
         print(f"log: {line}")
     return 0
 

