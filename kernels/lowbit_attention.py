@@ -109,24 +109,30 @@ def _lowbit_attention_kernel(
     acc = tl.zeros([BLOCK_M, DV_PAD], tl.float32)
     bt_row = block_table_ptr + seq.to(tl.int64) * stride_bt
     offs_n = tl.arange(0, TILE_N)
+    BPT: tl.constexpr = TILE_N // BLOCK_SIZE  # whole cache blocks per tile
+    NG: tl.constexpr = DV_PAD // G
+    offs_b = tl.arange(0, BPT)
     for t in range(tile_lo, tile_hi):
         n = t * TILE_N + offs_n
         n_valid = (n >= kv_start) & (n < kv_end)
         blk = tl.load(bt_row + n // BLOCK_SIZE, mask=n_valid, other=0).to(tl.int64)
         slot_row = (blk * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head  # [TILE_N]
         if KIVI:
+            b_valid = (t * BPT + offs_b) * BLOCK_SIZE < kv_end
+            blk_b = tl.load(bt_row + t * BPT + offs_b, mask=b_valid, other=0).to(tl.int64)  # [BPT]
             page = tl.load(rpage_ptr + blk, mask=n_valid, other=-1).to(tl.int64)
             from_res = n_valid & (page >= 0)
             packed = n_valid & (page < 0)
             res_row = (page * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head
-            ch = (blk * NUM_KV_HEADS + kv_head)[:, None] * D + d[None, :]
-            km = packed[:, None] & (d < D)[None, :]
-            k = _codes(kc_ptr, slot_row, packed, BITS, P, D // P, D_PAD, TILE_N)
-            k = k * tl.load(ks_ptr + ch, mask=km, other=0.0).to(tl.float32) + \
-                tl.load(kz_ptr + ch, mask=km, other=0.0).to(tl.float32)
+            # keys: one scale and zero point per (block, channel), applied to [BPT, BLOCK_SIZE, D]
+            ch = (blk_b * NUM_KV_HEADS + kv_head)[:, None] * D + d[None, :]
+            km = b_valid[:, None] & (d < D)[None, :]
+            k = tl.reshape(_codes(kc_ptr, slot_row, packed, BITS, P, D // P, D_PAD, TILE_N), [BPT, BLOCK_SIZE, D_PAD])
+            k = k * tl.load(ks_ptr + ch, mask=km, other=0.0).to(tl.float32)[:, None, :] + \
+                tl.load(kz_ptr + ch, mask=km, other=0.0).to(tl.float32)[:, None, :]
             k_res = tl.load(rk_ptr + res_row[:, None] * D + d[None, :],
                             mask=from_res[:, None] & (d < D)[None, :], other=0.0)
-            k = tl.where(from_res[:, None], to_fp32(k_res, INTERPRET_), k)
+            k = tl.where(from_res[:, None], to_fp32(k_res, INTERPRET_), tl.reshape(k, [TILE_N, D_PAD]))
             s = tl.dot(q, tl.trans(round_to_dot_dtype(k, DOT_DTYPE, INTERPRET_)),
                        input_precision=DOT_PRECISION) * qk_scale
         else:
@@ -147,14 +153,16 @@ def _lowbit_attention_kernel(
         l_i = l_i * alpha + tl.sum(p, axis=1)
 
         if KIVI:
-            grp = slot_row[:, None] * (DV // G) + (dv // G)[None, :]
-            vm = packed[:, None] & (dv < DV)[None, :]
-            v = _codes(vc_ptr, slot_row, packed, BITS, P, DV // P, DV_PAD, TILE_N)
-            v = v * tl.load(vs_ptr + grp, mask=vm, other=0.0).to(tl.float32) + \
-                tl.load(vz_ptr + grp, mask=vm, other=0.0).to(tl.float32)
+            # values: one scale and zero point per (token, group of G channels): [TILE_N, NG, G]
+            g = tl.arange(0, NG)
+            grp = slot_row[:, None] * (DV // G) + g[None, :]
+            gm = packed[:, None] & (g < DV // G)[None, :]
+            v = tl.reshape(_codes(vc_ptr, slot_row, packed, BITS, P, DV // P, DV_PAD, TILE_N), [TILE_N, NG, G])
+            v = v * tl.load(vs_ptr + grp, mask=gm, other=0.0).to(tl.float32)[:, :, None] + \
+                tl.load(vz_ptr + grp, mask=gm, other=0.0).to(tl.float32)[:, :, None]
             v_res = tl.load(rv_ptr + res_row[:, None] * DV + dv[None, :],
                             mask=from_res[:, None] & (dv < DV)[None, :], other=0.0)
-            v = tl.where(from_res[:, None], to_fp32(v_res, INTERPRET_), v)
+            v = tl.where(from_res[:, None], to_fp32(v_res, INTERPRET_), tl.reshape(v, [TILE_N, DV_PAD]))
         else:
             v = _codes(vc_ptr, slot_row, n_valid, BITS, P, DV // P, DV_PAD, TILE_N) - 8.0
             p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
@@ -211,7 +219,8 @@ def lowbit_paged_attention(
         sliding_window, softcap: as :func:`kvlab.attention`.
         out: optional ``[num_tokens, num_q_heads, head_size_v]`` output in the query dtype.
         num_splits: split-K segments (default: chosen from the grid and the GPU; 1 in the interpreter).
-        tile_n: keys per loop step, a power of two >= 16 (default 16 in the interpreter, 64 compiled).
+        tile_n: keys per loop step, a power of two >= 16 and a multiple of the block size (default
+            the larger of the block size and 16 in the interpreter, 64 compiled).
 
     Returns:
         ``[num_tokens, num_q_heads, head_size_v]`` in the query dtype.
@@ -228,9 +237,10 @@ def lowbit_paged_attention(
     sigma = head_size**-0.5 if scale is None else float(scale)
     if not (math.isfinite(sigma) and sigma > 0):
         raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
-    tile = (16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
-    if tile & (tile - 1):
-        raise ValueError(f"tile_n must be a power of two >= 16, got {tile}")
+    bs = cache.block_size
+    tile = max(bs, 16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
+    if tile & (tile - 1) or tile % bs:
+        raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
     out_shape = (num_tokens, num_q_heads, hv)
     if out is None:
         out = torch.empty(out_shape, dtype=query.dtype, device=query.device)
@@ -241,7 +251,7 @@ def lowbit_paged_attention(
     query = query if query.stride(-1) == 1 else query.contiguous()
 
     group = num_q_heads // nkv
-    block_q = 1 if batch.max_query_len <= 1 else max(1, 16 // group)
+    block_q = 1 if batch.max_query_len <= 1 else max(1, (16 if INTERPRET else 64) // group)
     block_m = max(16, next_pow2(block_q * group))
     seqs, qblocks = _programs(batch, block_q)
     if num_splits is None:
@@ -270,7 +280,7 @@ def lowbit_paged_attention(
         num_splits, sigma, float(softcap or 1.0), int(sliding_window or 1),
         query.stride(0), query.stride(1), out.stride(0), out.stride(1), batch.block_table.stride(0),
         NUM_KV_HEADS=nkv, GROUP=group, D=head_size, D_PAD=max(16, next_pow2(head_size)), DV=hv,
-        DV_PAD=max(16, next_pow2(hv)), BITS=sch.bits, P=sch.codes_per_byte, G=sch.group_size or 1, KIVI=kivi,
+        DV_PAD=max(16, next_pow2(hv)), BITS=sch.bits, P=sch.codes_per_byte, G=sch.group_size or 16, KIVI=kivi,
         BLOCK_SIZE=cache.block_size, TILE_N=tile, BLOCK_M=block_m, BLOCK_Q=block_q,
         DOT_DTYPE=triton_dtype(dot_dtype), OUT_DTYPE=triton_dtype(query.dtype),
         DOT_PRECISION="ieee" if dot_dtype == torch.float32 else "tf32",
