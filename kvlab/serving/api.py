@@ -12,7 +12,7 @@ from kvlab.simulator.engine import DEFAULT_MAX_STEPS, run_simulation
 from kvlab.simulator.timeline import SimulationResult
 from kvlab.simulator.workload import RequestSpec
 from kvlab.sizing.capacity import KVCachePlan
-from kvlab.sizing.specs import window_of
+from kvlab.sizing.specs import cdiv, window_of
 from kvlab.timing import Efficiencies, StepTimeModel
 from kvlab.validation import require_positive_int
 
@@ -41,6 +41,9 @@ class GroupNeed:
         blocks: blocks the gate asks for.
         bytes: ``blocks × bytes per block of the group`` on one GPU.
         pool_blocks: usable blocks of the pool the group draws from.
+        lookahead_blocks: further blocks the request's first step needs for the speculative
+            lookahead slots (``cdiv(N + k, B) - cdiv(N, B)``; 0 without speculation and for state
+            groups, whose speculative pages are already in ``blocks``).
     """
 
     group: int
@@ -51,6 +54,7 @@ class GroupNeed:
     blocks: int
     bytes: int
     pool_blocks: int
+    lookahead_blocks: int = 0
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class AdmissionNeed:
         total: blocks over all groups.
         total_bytes: bytes those blocks occupy on one GPU.
         pool_blocks: usable blocks over all pools.
+        lookahead_tokens: speculative slots per step (``num_speculative_tokens``).
     """
 
     policy: str
@@ -72,6 +77,12 @@ class AdmissionNeed:
     total: int
     total_bytes: int
     pool_blocks: int
+    lookahead_tokens: int = 0
+
+    @property
+    def total_with_lookahead(self) -> int:
+        """Blocks the gate asks for plus those the first step's lookahead slots take."""
+        return self.total + sum(g.lookahead_blocks for g in self.per_group)
 
     @property
     def fits_empty_pool(self) -> bool:
@@ -109,7 +120,15 @@ def admission_need(
         budget = GroupBudget(
             g.spec, plan.max_model_len, cfg.max_num_batched_tokens, cfg.in_flight_tokens, lagged
         )
-        blocks = pol.required_blocks(budget, prompt_tokens)
+        lookahead = 0
+        if g.kind == "mamba":  # a fixed state page (plus one per speculative token), whatever N
+            blocks = g.spec.max_blocks_per_request(plan.max_model_len, cfg.in_flight_tokens)
+        else:
+            blocks = pol.required_blocks(budget, prompt_tokens)
+            k = cfg.num_lookahead_tokens
+            lookahead = cdiv(min(prompt_tokens + k, plan.max_model_len), g.block_size) - cdiv(
+                prompt_tokens, g.block_size
+            )
         pool = kv.pools[kv.pool_of_group(gid)]
         needs.append(
             GroupNeed(
@@ -121,6 +140,7 @@ def admission_need(
                 blocks,
                 blocks * pool.bytes_per_block,
                 pool.num_blocks - 1,
+                lookahead,
             )
         )
     return AdmissionNeed(
@@ -130,6 +150,7 @@ def admission_need(
         total=sum(n.blocks for n in needs),
         total_bytes=sum(n.bytes for n in needs),
         pool_blocks=sum(p.num_blocks - 1 for p in kv.pools),
+        lookahead_tokens=cfg.num_lookahead_tokens,
     )
 
 
