@@ -33,7 +33,8 @@ def attention(
 
     Args:
         query: ``[num_tokens, num_q_heads, head_size]`` new tokens of all sequences, packed.
-        cache: the layer's paged KV cache.
+        cache: the layer's paged KV cache (a :class:`~kvlab.cache.LowBitPagedCache` for kvlab's
+            low-bit schemes).
         batch: query offsets, sequence lengths and block tables.
         backend: ``"reference"`` (float64 result), ``"triton"`` or ``"torch"`` (float32 PyTorch; both
             return the query dtype).
@@ -53,6 +54,11 @@ def attention(
         return paged_attention_torch(
             query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap
         )
+    if cache.scheme.mode.is_low_bit:  # kvlab's packed schemes have their own kernel
+        from kvlab.kernels.lowbit_attention import lowbit_paged_attention
+
+        return lowbit_paged_attention(query, cache, batch, scale=scale, sliding_window=sliding_window,
+                                      softcap=softcap)
     from kvlab.kernels import paged_attention
 
     return paged_attention(query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap)
