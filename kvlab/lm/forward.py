@@ -110,7 +110,7 @@ class LlamaModel:
             q = apply_rope((h @ layer.wq.T).view(t, cfg.num_q_heads, cfg.head_size), rotation)
             k = apply_rope((h @ layer.wk.T).view(t, cfg.num_kv_heads, cfg.head_size), rotation)
             v = (h @ layer.wv.T).view(t, cfg.num_kv_heads, cfg.head_size)
-            kv.write(i, k, v, slots)
+            kv.write(i, k, v, batch, slots)
             a = kvlab.attention(q, kv.layers[i], batch, backend=backend, sliding_window=sliding_window)
             x = x + a.to(x.dtype).reshape(t, -1) @ layer.wo.T
             h = self._rms_norm(x, layer.ffn_norm)

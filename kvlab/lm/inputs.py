@@ -33,7 +33,7 @@ def require_fits_context(num_tokens: int, context_length: int, what: str = "the 
     """Raise when ``num_tokens`` exceed the model's context."""
     if num_tokens > context_length:
         raise ValueError(f"{what} is {num_tokens} tokens long, longer than the model's context of "
-                         f"{context_length} tokens; shorten it (or pass a smaller --max-tokens)")
+                         f"{context_length} tokens; shorten it (the CLI's --max-tokens scores a prefix)")
 
 
 def require_window(sliding_window: int | None) -> int | None:

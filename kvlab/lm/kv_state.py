@@ -104,11 +104,17 @@ class ModelKVCache:
         table = [self._blocks[s] + [self._pad_block] * (width - len(self._blocks[s])) for s in seqs]
         return AttentionBatch.from_lengths(new_tokens, [self._lengths[s] for s in seqs], table)
 
-    def write(self, layer: int, key: torch.Tensor, value: torch.Tensor,
+    def write(self, layer: int, key: torch.Tensor, value: torch.Tensor, batch: AttentionBatch,
               slot_mapping: torch.Tensor) -> WriteReport:
-        """Store one layer's new K/V at their slots with kvlab's cache write (reference or kernel)."""
+        """Store one layer's new K/V at their slots with kvlab's cache write (reference or kernel).
+
+        kvlab's low-bit schemes take the step's ``batch`` too (KIVI quantizes the blocks that leave
+        its bf16 residual) and have one rounding only.
+        """
         cache = self.layers[layer]
-        if self.use_kernel:
+        if self.scheme.mode.is_low_bit:
+            report = cache.write(key, value, slot_mapping, batch=batch, check_finite=False)
+        elif self.use_kernel:
             from kvlab.kernels import write_kv_cache
 
             report = write_kv_cache(cache, key, value, slot_mapping, rounding=self.rounding)

@@ -7,7 +7,7 @@ The baseline of every comparison is the unquantized cache in the model's own dty
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -44,7 +44,7 @@ class CacheVariant:
         """Two variants with equal keys store identical codes (``fp8`` and ``fp8_e4m3``)."""
         s = self.resolved(model_dtype)
         rounding = self.rounding if has_rounding_choice(self.scheme) else "nearest"
-        return (s.mode, s.storage_dtype, s.qmax, s.fp8_format, rounding)
+        return (type(s).__name__, rounding, *(getattr(s, f.name) for f in fields(s) if f.name != "name"))
 
 
 def has_rounding_choice(scheme: str) -> bool:
@@ -58,10 +58,28 @@ def scheme_names() -> tuple[str, ...]:
     return tuple(scheme_registry.SCHEME_NAMES)
 
 
-def all_variants() -> list[CacheVariant]:
-    """Every scheme of the registry; int8 per-token-head schemes twice (truncate, then nearest)."""
+def fits_head(scheme: str, head_size: int, block_size: int = 16) -> bool:
+    """False for a scheme whose layout cannot hold this head (a KIVI group wider than the head)."""
+    s = get_scheme(scheme)
+    check = getattr(s, "check_shape", None)
+    if check is None:
+        return True
+    try:
+        check(head_size, head_size, block_size)
+    except ValueError:
+        return False
+    return True
+
+
+def all_variants(head_size: int | None = None, block_size: int = 16) -> list[CacheVariant]:
+    """Every scheme of the registry; int8 per-token-head schemes twice (truncate, then nearest).
+
+    With ``head_size``, schemes whose layout does not fit that head are left out.
+    """
     out = []
     for name in scheme_names():
+        if head_size is not None and not fits_head(name, head_size, block_size):
+            continue
         if has_rounding_choice(name):
             out.extend(CacheVariant(name, r) for r in ("truncate", "nearest"))
         else:
@@ -69,13 +87,14 @@ def all_variants() -> list[CacheVariant]:
     return out
 
 
-def parse_variants(names: list[str] | None, rounding: str | None = None) -> list[CacheVariant]:
-    """Variants for the given names (all of them when ``names`` is empty or None).
+def parse_variants(names: list[str] | None, rounding: str | None = None,
+                   head_size: int | None = None) -> list[CacheVariant]:
+    """Variants for the given names (all that fit ``head_size`` when ``names`` is empty or None).
 
     ``rounding`` fixes the int8 rounding; by default both roundings of int8 schemes are listed.
     """
     if not names:
-        return [v for v in all_variants()
+        return [v for v in all_variants(head_size)
                 if rounding is None or v.rounding == rounding or not has_rounding_choice(v.scheme)]
     out = []
     for name in names:
