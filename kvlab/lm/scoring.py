@@ -58,6 +58,24 @@ class PositionScores:
         return float(self.kl.double().mean())
 
 
+def next_token_metrics(base_logprobs: torch.Tensor, logprobs: torch.Tensor, targets: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-position ``(nll, argmax, agree, kl)`` of one cache against the baseline.
+
+    Args:
+        base_logprobs, logprobs: ``[positions, vocab]`` log-softmax of the baseline and of the cache.
+        targets: ``[positions]`` the tokens that actually come next.
+
+    Returns:
+        ``nll = −logprobs[t, target_t]``, ``argmax`` of ``logprobs``, ``agree`` (argmax equal to the
+        baseline's) and ``kl = Σ_v exp(base) · (base − logprobs)`` (nats), each ``[positions]``.
+    """
+    top = logprobs.argmax(-1)
+    kl = (base_logprobs.exp() * (base_logprobs - logprobs)).sum(-1)
+    nll = -logprobs.gather(1, targets[:, None]).squeeze(1)
+    return nll, top, top == base_logprobs.argmax(-1), kl
+
+
 def _variant_cache(model: LlamaModel, variant: CacheVariant, num_tokens: int,
                    block_size: int) -> ModelKVCache:
     return ModelKVCache(model.config, variant.scheme, max_tokens=num_tokens, block_size=block_size,
@@ -116,12 +134,9 @@ def score_tokens(
             hidden = model.forward(ids[lo:hi], caches[key], batch, backend=backend,
                                    sliding_window=sliding_window)
             lp = torch.log_softmax(model.logits(hidden[: targets.numel()]), dim=-1)
-            top = lp.argmax(-1)
             if base_lp is None:
-                base_lp, base_top = lp, top
-            kl = (base_lp.exp() * (base_lp - lp)).sum(-1)
-            nll = -lp.gather(1, targets[:, None]).squeeze(1)
-            parts[key].append((nll.cpu(), top.cpu(), (top == base_top).cpu(), kl.cpu()))
+                base_lp = lp
+            parts[key].append(tuple(t.cpu() for t in next_token_metrics(base_lp, lp, targets)))
             del lp
         if progress:
             progress(hi, n)
