@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kvlab.cli.budget",
     "kvlab.cli.simulate",
     "kvlab.cli.bench",
+    "kvlab.cli.grade",
 )
 
 
