@@ -8,12 +8,16 @@ import json
 from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
 from kvlab.quantization import get_scheme
 from kvlab.serving import capacity
+from kvlab.serving.breakdown import request_bytes
 
 
 def run(args: argparse.Namespace) -> int:
     config = engine_config(args)
     plan = capacity(config)
-    origin_note = get_scheme(config.kv_cache_dtype).origin_note
+    hybrid = config.hybrid_block_choice()
+    hybrid_lines = list(hybrid.log_lines) if hybrid else []
+    per_request = request_bytes(config)
+    origin_note = "" if config.kv_cache_dtype == "fp8_ds_mla" else get_scheme(config.kv_cache_dtype).origin_note
     groups = [
         {
             "kind": g.kind,
@@ -44,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
                     "max_concurrency": round(plan.max_concurrency, 4),
                     "padding_layers": plan.grouping.padding_layers,
                     "groups": groups,
-                    "log_lines": list(plan.log_lines),
+                    "log_lines": hybrid_lines + list(plan.log_lines),
+                    "request_bytes": per_request.as_dict(),
                 },
                 indent=2,
             )
@@ -78,7 +83,12 @@ def run(args: argparse.Namespace) -> int:
         f"KV cache tokens      {plan.kv_cache_tokens_per_group:,} (<= v0.20 formula), "
         f"{plan.kv_cache_tokens_concurrency:,} (>= v0.21 formula)"
     )
-    for line in plan.log_lines:
+    print(
+        "bytes per request    "
+        + ", ".join(f"{k} {v / 2**30:.3f} GiB" for k, v in per_request.as_dict().items() if v)
+        + f" (one request of {per_request.max_model_len:,} tokens)"
+    )
+    for line in [*hybrid_lines, *plan.log_lines]:
         print(f"log: {line}")
     return 0
 

@@ -23,9 +23,21 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kv-cache-dtype",
         default="auto",
-        choices=SCHEME_NAMES,
+        choices=(*SCHEME_NAMES, "fp8_ds_mla"),
         metavar="DTYPE",
-        help=f"KV-cache dtype: {', '.join(SCHEME_NAMES)} (default auto)",
+        help=f"KV-cache dtype: {', '.join(SCHEME_NAMES)}, fp8_ds_mla (MLA models only) (default auto)",
+    )
+    p.add_argument(
+        "--speculative-config",
+        default=None,
+        help='speculative decoding as JSON, e.g. \'{"method": "mtp", "num_speculative_tokens": 2}\' '
+        "(methods: mtp, eagle, eagle3, draft_model with \"model\", ngram, suffix)",
+    )
+    p.add_argument(
+        "--mamba-cache-mode",
+        default="none",
+        choices=("none", "align", "all"),
+        help="state prefix caching of hybrid Mamba / linear-attention models (default none)",
     )
     p.add_argument("--block-size", type=int, default=16, help="tokens per block (default 16)")
     p.add_argument(
@@ -103,6 +115,8 @@ def _engine_config(args: argparse.Namespace, max_len: int | None) -> EngineConfi
         enable_prefix_caching=args.enable_prefix_caching,
         disable_hybrid_kv_cache_manager=args.disable_hybrid_kv_cache_manager,
         num_gpu_blocks_override=args.num_gpu_blocks_override,
+        speculative_config=getattr(args, "speculative_config", None),
+        mamba_cache_mode=getattr(args, "mamba_cache_mode", "none"),
     )
 
 

@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kvlab.cli.capacity",
     "kvlab.cli.budget",
     "kvlab.cli.simulate",
+    "kvlab.cli.gpus",
     "kvlab.cli.bench",
     "kvlab.cli.grade",
 )

@@ -62,7 +62,7 @@ def state_layer(cfg: dict[str, Any], kind: str, name: str, where: str) -> StateL
         conv_kernel=conv,
         state_size=state,
         intermediate_size=int(inner),
-        n_groups=_need(cfg, ("n_groups", "mamba_n_groups"), why, where),
+        n_groups=_need(cfg, ("n_groups", "mamba_n_groups", "mamba_num_groups"), why, where),
         num_heads=heads,
         head_dim=head_dim,
         ssm_dtype=ssm_dtype,

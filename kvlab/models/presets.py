@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kvlab.models.hf_config import model_from_hf_config
 from kvlab.models.model import ModelKV
+from kvlab.models.presets_families import FAMILY_PRESETS
 from kvlab.models.parameters import preset_parameter_fields
 
 PRESET_CONFIGS: dict[str, tuple[str, dict]] = {
@@ -145,6 +146,8 @@ PRESET_CONFIGS: dict[str, tuple[str, dict]] = {
         },
     ),
 }
+
+PRESET_CONFIGS.update(FAMILY_PRESETS)
 
 #: Preset names accepted by :func:`get_model` and ``--model``.
 PRESET_NAMES: tuple[str, ...] = tuple(PRESET_CONFIGS)

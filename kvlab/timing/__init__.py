@@ -5,7 +5,8 @@
   overhead; :class:`StepTime` is its breakdown;
 * :class:`Efficiencies` — the efficiency of each part: kernels fitted to ``benchmarks/results/``
   (:mod:`~kvlab.timing.kernel_fit`), GEMMs and overhead as stated assumptions; all editable;
-* :class:`ModelCosts` — weights, attention shapes and KV bytes per token on one GPU.
+* :class:`ModelCosts` — weights, attention shapes and KV bytes per token on one GPU;
+* :func:`estimate_kv_cache_memory` — KV memory left on a GPU after weights and activations.
 """
 
 from kvlab.timing.efficiency import DEFAULT_TABLE, Efficiencies, PureRooflineWarning
@@ -15,6 +16,7 @@ from kvlab.timing.kernel_fit import (
     read_efficiency_table,
     write_efficiency_table,
 )
+from kvlab.timing.memory_budget import estimate_kv_cache_memory
 from kvlab.timing.model_costs import LayerGroupCost, ModelCosts
 from kvlab.timing.step_model import StepTime, StepTimeModel
 
@@ -27,6 +29,7 @@ __all__ = [
     "PureRooflineWarning",
     "StepTime",
     "StepTimeModel",
+    "estimate_kv_cache_memory",
     "fit_kernel_csv",
     "read_efficiency_table",
     "write_efficiency_table",
