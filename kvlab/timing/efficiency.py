@@ -2,10 +2,13 @@
 
 Attention decode, attention prefill and cache write come from the fitted kernel table
 (``kvlab/timing/kernel_efficiency.csv``, rebuilt from ``benchmarks/results/`` by
-``benchmarks/timing_efficiencies.py``). The weight-GEMM efficiencies and the per-step overhead are
-assumptions (no GEMM of kvlab is measured); they are fields, printed with the rest, so a user can
-replace them with their own measurements. A scheme without a fitted kernel falls back to the pure
-roofline (efficiency 1, no launch latency) and says so in :attr:`Efficiencies.warnings`.
+``benchmarks/timing_efficiencies.py``). The weight-GEMM efficiencies are fitted to bf16 GEMMs timed
+on an H100 (``benchmarks/results/timing_gemm_NVIDIA_H100_80GB_HBM3.csv``, by
+``benchmarks/timing_validation_gpu.py``) and applied to every GPU as the same fraction of its peak;
+the per-step overhead (scheduler, sampler, launches of an engine) is an assumption. All are fields,
+printed with the rest, so a user can replace them with their own measurements. A scheme without a
+fitted kernel falls back to the pure roofline (efficiency 1, no launch latency) and says so in
+:attr:`Efficiencies.warnings`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from kvlab.timing.kernel_fit import KernelEfficiency, read_efficiency_table
 #: The table shipped with kvlab (fitted to kvlab's own kernels on an H100).
 DEFAULT_TABLE = Path(__file__).with_name("kernel_efficiency.csv")
 
+#: Where the default GEMM efficiencies come from.
+GEMM_SOURCE = "torch bf16 GEMMs on h100-sxm, timing_gemm_NVIDIA_H100_80GB_HBM3.csv"
+
 #: Schemes that run the same kernel as another one.
 _SAME_KERNEL = {"fp8": "fp8_e4m3"}
 
@@ -33,16 +39,18 @@ class Efficiencies:
     """Fractions of the spec-sheet peak each part of a step reaches.
 
     Attributes:
-        gemm_compute: weight GEMMs, fraction of the tensor-core FLOP/s (assumed 0.70).
-        gemm_memory: weight GEMMs, fraction of the bandwidth when reading weights (assumed 0.85).
+        gemm_compute: weight GEMMs, fraction of the tensor-core FLOP/s (0.60: 4096 tokens through
+            the 4-layer llama-like model of the validation, on an H100).
+        gemm_memory: weight GEMMs, fraction of the bandwidth when reading weights (0.75: 4 tokens
+            through the same layers).
         step_overhead_s: fixed time per step: scheduling, sampling, launches (seconds; assumed 3 ms).
         kernels: the fitted attention and cache-write kernels.
         kernel: which kernel's rows to use (``"kvlab"`` or ``"vllm"`` when measured).
         warnings: fallbacks to the pure roofline that happened (one sentence each).
     """
 
-    gemm_compute: float = 0.70
-    gemm_memory: float = 0.85
+    gemm_compute: float = 0.60
+    gemm_memory: float = 0.75
     step_overhead_s: float = 0.003
     kernels: tuple[KernelEfficiency, ...] = ()
     kernel: str = "kvlab"
@@ -83,8 +91,8 @@ class Efficiencies:
     def rows(self) -> list[list[str]]:
         """Every efficiency as ``[part, scheme, value, latency, source]`` rows, for printing."""
         out = [
-            ["gemm (compute)", "-", f"{self.gemm_compute:.3f}", "-", "assumed"],
-            ["gemm (weights read)", "-", f"{self.gemm_memory:.3f}", "-", "assumed"],
+            ["gemm (compute)", "-", f"{self.gemm_compute:.3f}", "-", GEMM_SOURCE],
+            ["gemm (weights read)", "-", f"{self.gemm_memory:.3f}", "-", GEMM_SOURCE],
             ["step overhead", "-", "-", f"{self.step_overhead_s * 1e3:.2f} ms", "assumed"],
         ]
         for k in self.kernels:

@@ -173,3 +173,26 @@ def read_efficiency_table(path: str | Path) -> list[KernelEfficiency]:
             except ValueError as exc:
                 raise ValueError(f"efficiency table {str(p)!r} row {i + 1}: {exc}") from None
     return out
+
+
+def fit_gemm_efficiency(
+    tokens: list[int],
+    seconds: list[float],
+    parameters: int,
+    weight_bytes: int,
+    gpu: GPUProfile,
+    dtype: str = "bf16",
+) -> tuple[float, float]:
+    """``(gemm_compute, gemm_memory)`` from timed weight GEMMs of ``tokens`` tokens each.
+
+    ``gemm_memory`` = weight bytes / (time × bandwidth) at the fewest tokens (memory bound);
+    ``gemm_compute`` = ``2 × parameters × tokens`` / (time × peak FLOP/s) at the most tokens
+    (compute bound). Each is capped at 1.
+    """
+    if len(tokens) != len(seconds) or len(tokens) < 2:
+        raise ValueError("need at least two (tokens, seconds) measurements")
+    few = min(range(len(tokens)), key=lambda i: tokens[i])
+    many = max(range(len(tokens)), key=lambda i: tokens[i])
+    memory = weight_bytes / (seconds[few] * gpu.memory_bandwidth)
+    compute = 2 * parameters * tokens[many] / (seconds[many] * gpu.flops_for(dtype))
+    return min(1.0, compute), min(1.0, memory)

@@ -152,5 +152,11 @@ def test_efficiencies_are_validated_and_printed_with_their_source():
     with pytest.raises(ValueError, match="gemm_compute must be a fraction in \\(0, 1\\]"):
         Efficiencies(gemm_compute=1.5)
     rows = Efficiencies.from_table().rows()
-    assert rows[0][-1] == "assumed"
+    assert "timing_gemm_NVIDIA_H100" in rows[0][-1] and rows[2] == [
+        "step overhead",
+        "-",
+        "-",
+        "3.00 ms",
+        "assumed",
+    ]
     assert any(r[1] == "int8_per_token_head" and "decode_NVIDIA_H100" in r[-1] for r in rows)
