@@ -6,12 +6,37 @@ import argparse
 import json
 
 from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
+from kvlab.hardware import GPU_NAMES
+from kvlab.models import get_model
 from kvlab.quantization import get_scheme
 from kvlab.serving import capacity
 from kvlab.serving.breakdown import request_bytes
+from kvlab.sizing.gpu_memory import WEIGHT_DTYPES, GPUMemoryEstimate
+from kvlab.timing import estimate_kv_cache_memory
+
+
+def memory_from_gpu(args: argparse.Namespace) -> GPUMemoryEstimate | None:
+    """With ``--gpu-memory-utilization``: vLLM's budget estimated from the GPU (``args`` updated)."""
+    if args.gpu_memory_utilization is None:
+        if args.gpu is not None:
+            raise ValueError("--gpu needs --gpu-memory-utilization (the fraction of its memory vLLM may use)")
+        return None
+    if args.gpu is None:
+        raise ValueError(f"--gpu-memory-utilization needs --gpu (one of {', '.join(GPU_NAMES)})")
+    est = estimate_kv_cache_memory(
+        args.gpu,
+        get_model(args.model),
+        args.weight_dtype,
+        args.gpu_memory_utilization,
+        args.tensor_parallel_size,
+        args.max_num_batched_tokens,
+    )
+    args.kv_cache_memory = est.kv_cache_bytes
+    return est
 
 
 def run(args: argparse.Namespace) -> int:
+    estimate = memory_from_gpu(args)
     config = engine_config(args)
     plan = capacity(config)
     hybrid = config.hybrid_block_choice()
@@ -50,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
                     "groups": groups,
                     "log_lines": hybrid_lines + list(plan.log_lines),
                     "request_bytes": per_request.as_dict(),
+                    "kv_cache_memory_bytes": config.kv_cache_memory,
+                    "kv_cache_memory_source": "estimate" if estimate else "given",
+                    "kv_cache_memory_estimate": estimate.describe() if estimate else None,
                 },
                 indent=2,
             )
@@ -75,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         ],
         ["group", "kind", "block", "layers", "page B", "blocks/request"],
     )
+    source = estimate.describe() if estimate else "given (exact: as a vLLM log's 'Available KV cache memory')"
+    print(f"KV-cache memory      {config.kv_cache_memory / 2**30:.2f} GiB per GPU, {source}")
     print(f"bytes per block      {plan.bytes_per_block:,}")
     print(f"num_blocks           {plan.num_blocks:,} (block 0 is the null block)")
     print(f"blocks per request   {plan.blocks_per_max_request:,} (max_model_len={plan.max_model_len:,})")
@@ -96,4 +126,15 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("capacity", help="KV-cache groups, blocks and max concurrency, as vLLM sizes them")
     add_engine_arguments(p)
+    p.add_argument(
+        "--gpu", default=None, help=f"estimate the KV-cache memory on this GPU: {', '.join(GPU_NAMES)}"
+    )
+    p.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=None,
+        help="with --gpu: KV memory = utilization x GPU memory - weights - activations (an estimate that "
+        "replaces --kv-cache-memory)",
+    )
+    p.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="weights' dtype (default bf16)")
     p.set_defaults(func=run)

@@ -12,8 +12,10 @@ Mamba-2, Granite 4.0-H  ``mamba_n_heads``, ``mamba_d_head``, ``mamba_d_state``, 
 Mamba-1, Jamba          ``mamba_d_state``, ``mamba_d_conv``, ``mamba_expand`` × ``hidden_size``
 ======================  =========================================================================
 
-The SSM state dtype is ``mamba_ssm_cache_dtype`` when the config sets it; Nemotron-H defaults to
-float32 as vLLM does for it; other models keep the model dtype.
+The SSM state dtype is ``mamba_ssm_cache_dtype`` / ``mamba_ssm_dtype`` when the config sets it
+(Qwen3.5 / 3.6 configs say ``"mamba_ssm_dtype": "float32"``); otherwise the model dtype (vLLM's
+``mamba_ssm_cache_dtype="auto"``: Nemotron-Nano-9B-v2's 672-token attention block, reported in
+vLLM issue #24280, is what a bf16 state gives).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def _need(cfg: dict[str, Any], keys: tuple[str, ...], why: str, where: str) -> i
 
 def state_layer(cfg: dict[str, Any], kind: str, name: str, where: str) -> StateLayerKV:
     """The state layer ``name`` of ``kind`` (``mamba1``, ``mamba2``, ``gated_delta_net``)."""
-    ssm_dtype = str(cfg.get("mamba_ssm_cache_dtype") or ("float32" if cfg.get("model_type") == "nemotron_h" else "auto"))
+    ssm_dtype = str(cfg.get("mamba_ssm_cache_dtype") or cfg.get("mamba_ssm_dtype") or "auto")
     if kind == "gated_delta_net":
         why = "the gated-DeltaNet state"
         return StateLayerKV(

@@ -186,7 +186,8 @@ class ModelKV:
             kv_cache_dtype: ``--kv-cache-dtype``.
             tensor_parallel_size: GPUs the heads are split over.
             mamba_cache_mode: ``"none"``, ``"align"`` or ``"all"`` (state prefix caching).
-            mamba_chunk_size: state kernel chunk (tokens) for ``"align"``; default ``mamba_chunk_size``.
+            mamba_chunk_size: in ``"align"`` mode, round blocks to this chunk (older vLLM); ``None`` =
+                plain alignment.
             block_alignment: attention kernel block alignment (default 16, 64 for MLA).
             num_speculative_tokens: speculative tokens (extra state pages and conv rows).
             extra_layers: draft-model / MTP attention layers added by speculative decoding.
@@ -242,7 +243,7 @@ class ModelKV:
             block_size,
             alignment=block_alignment or (64 if is_mla else 16),
             mamba_cache_mode=mamba_cache_mode,
-            chunk_size=mamba_chunk_size or self.mamba_chunk_size,
+            chunk_size=mamba_chunk_size,
         )
 
     def hybrid_block_choice(

@@ -21,6 +21,20 @@ PRESET_PARAMETERS: dict[str, tuple[int, int]] = {
     "gpt-oss-120b": (116_800_000_000, 5_100_000_000),
     # Qwen3-8B model card: 8.2B.
     "qwen3-8b": (8_200_000_000, 8_200_000_000),
+    # Model-card totals / activated parameters of the family presets, rounded as published:
+    # DeepSeek-V3 671B / 37B (V3.2 the same); Kimi K2 1T / 32B; Qwen3-Next-80B-A3B 80B / 3B;
+    # Qwen3.5-35B-A3B 35B / 3B; Nemotron Nano 9B v2 9B; Granite 4.0-H-Small 32B / 9B;
+    # Gemma 3n E4B and Gemma 4 E4B 8B raw (per-layer embeddings included); Gemma 4 26B-A4B 26B / 4B.
+    "deepseek-v3": (671_000_000_000, 37_000_000_000),
+    "deepseek-v3.2": (671_000_000_000, 37_000_000_000),
+    "kimi-k2": (1_000_000_000_000, 32_000_000_000),
+    "qwen3-next-80b-a3b": (80_000_000_000, 3_000_000_000),
+    "qwen3.5-35b-a3b": (35_000_000_000, 3_000_000_000),
+    "nemotron-nano-9b-v2": (9_000_000_000, 9_000_000_000),
+    "granite-4.0-h-small": (32_000_000_000, 9_000_000_000),
+    "gemma-3n-e4b": (8_000_000_000, 8_000_000_000),
+    "gemma-4-e4b": (8_000_000_000, 8_000_000_000),
+    "gemma-4-26b-a4b": (26_000_000_000, 4_000_000_000),
 }
 
 

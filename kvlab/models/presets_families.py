@@ -48,20 +48,21 @@ FAMILY_PRESETS: dict[str, tuple[str, dict]] = {
          "mtp_num_hidden_layers": 1, "max_position_embeddings": 262144, "torch_dtype": "bfloat16"},
     ),
     # Qwen/Qwen3.5-35B-A3B (2026; Qwen3.6-35B-A3B has the same text config): 40 layers as
-    # 10 × (3 gated DeltaNet + 1 full), Qwen3-Next's head shapes, one MTP module. Layer list, heads
-    # and dims checked against public copies; the context length follows the model card.
+    # 10 × (3 gated DeltaNet + 1 full), Qwen3-Next's head shapes, one MTP module, recurrent state in
+    # float32 (mamba_ssm_dtype). Layer list, heads, dims and the state dtype checked against public
+    # copies; the context length follows the model card.
     "qwen3.5-35b-a3b": (
         "Qwen/Qwen3.5-35B-A3B",
         {"model_type": "qwen3_5_moe",
          "text_config": {"model_type": "qwen3_5_moe_text", "num_hidden_layers": 40, "hidden_size": 2048,
                          "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 10,
                          "full_attention_interval": 4, "num_attention_heads": 16, "num_key_value_heads": 2,
-                         "head_dim": 256, **_GDN, "mtp_num_hidden_layers": 1,
+                         "head_dim": 256, **_GDN, "mtp_num_hidden_layers": 1, "mamba_ssm_dtype": "float32",
                          "max_position_embeddings": 262144, "dtype": "bfloat16"}},
     ),
     # nvidia/NVIDIA-Nemotron-Nano-9B-v2 (2025-08): 56 layers, 4 attention (40 q / 8 KV × 128),
-    # 27 Mamba-2 (128 heads × 80, state 128, 8 groups, conv 4), the rest MLP; SSM state kept in
-    # float32 by vLLM. Pattern and shapes checked against public copies; context not verified.
+    # 27 Mamba-2 (128 heads × 80, state 128, 8 groups, conv 4), the rest MLP. Pattern and shapes
+    # checked against public copies; context not verified.
     "nemotron-nano-9b-v2": (
         "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
         {"model_type": "nemotron_h", "num_hidden_layers": 56,

@@ -8,8 +8,10 @@ specs exist:
 1. ``attn_1`` = bytes one token costs in an attention layer (K+V, or the MLA latent);
 2. without state prefix caching, the attention block size becomes the smallest multiple of the
    kernel alignment (16; 64 for FlashMLA) whose page holds a state:
-   ``B = align × cdiv(state, align × attn_1)``; in ``"align"`` mode it is rounded to a multiple of
-   ``lcm(chunk, align)`` instead (``chunk`` = the mamba kernel chunk);
+   ``B = align × cdiv(state, align × attn_1)``; with state prefix caching (``"align"``) older vLLM
+   rounded to a multiple of ``lcm(chunk, align)`` instead (``chunk`` = the mamba kernel chunk; pass
+   ``chunk_size`` for that) — v0.24 start-up logs of Qwen3.6 with prefix caching match the plain
+   alignment, which is the default here;
 3. a user block size is kept only when it is at least that large;
 4. the state page is padded to exactly ``B × attn_1`` (vLLM logs "Padding mamba page size by x%").
 
@@ -67,14 +69,15 @@ def hybrid_block_size(
         state_bytes: bytes of one request's state in one state layer on one GPU.
         requested_block_size: ``--block-size`` (tokens), or ``None`` when not given.
         alignment: the attention kernel's block alignment (16; 64 for FlashMLA).
-        mamba_cache_mode: ``"none"``, ``"align"`` or ``"all"``; ``"align"`` rounds to ``chunk_size``.
-        chunk_size: the state kernel's chunk (tokens), needed for ``"align"``.
+        mamba_cache_mode: ``"none"``, ``"align"`` or ``"all"``.
+        chunk_size: in ``"align"`` mode, round to ``lcm(chunk_size, alignment)`` (older vLLM); ``None``
+            keeps the plain alignment.
     """
     require_positive_int(attention_bytes_per_token, "attention_bytes_per_token")
     require_positive_int(state_bytes, "state_bytes")
     require_positive_int(alignment, "alignment")
-    if mamba_cache_mode == "align":
-        require_positive_int(chunk_size, "chunk_size (the mamba chunk, needed in align mode)")
+    if mamba_cache_mode == "align" and chunk_size is not None:
+        require_positive_int(chunk_size, "chunk_size")
         step = lcm(chunk_size, alignment)
         needed = step * cdiv(cdiv(state_bytes, attention_bytes_per_token), step)
     else:

@@ -102,8 +102,10 @@ def test_nemotron_pattern_and_mamba2_state():
     model = model_from_hf_config(cfg)
     assert [layer.name for layer in model.layers] == ["layers.3"]
     assert len(model.state_layers) == 2
-    # conv (128*64 + 2*8*128) = 10,240 x 3 x 2 B (bf16); SSM 128 x 64 x 128 x 4 B (float32 for Nemotron-H)
-    assert model.state_layers[0].state_bytes(1) == 10240 * 3 * 2 + 128 * 64 * 128 * 4
+    # conv (128*64 + 2*8*128) = 10,240 x 3 x 2 B; SSM 128 x 64 x 128 x 2 B (bf16, the model dtype)
+    assert model.state_layers[0].state_bytes(1) == 10240 * 3 * 2 + 128 * 64 * 128 * 2
+    fp32 = model_from_hf_config({**cfg, "mamba_ssm_dtype": "float32"}).state_layers[0]
+    assert fp32.state_bytes(1) == 10240 * 3 * 2 + 128 * 64 * 128 * 4
     # TP 16: 8 groups padded to 16 -> conv (8,192 + 2*16*128) / 16 = 768 channels
     assert model.state_layers[0].state_shapes(16)[0] == (768, 3)
 
