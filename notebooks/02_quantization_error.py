@@ -197,3 +197,5 @@ explorer.ui
 # * int8 truncation, as vLLM's Triton store does it, doubles the error of round-to-nearest.
 # * What reaches the attention output depends on the format and the data, hardly on the context length;
 #   on both data sets here int8 per-token-head is the most accurate 1-byte format.
+# * Does any of this change what a model says? Lesson `07_does_it_change_the_answer` runs a real
+#   language model through each cache and compares its answers.

@@ -7,8 +7,10 @@ variant, to error-against-position bins, and to first divergences of the generat
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -108,3 +110,24 @@ def compare_generations(
         gens[v.label] = g
         div[v.label] = tuple(first_divergence(a.token_ids, b.token_ids) for a, b in zip(base, g, strict=True))
     return base, gens, div
+
+
+#: The file ``benchmarks/lm_quality_cpu.py`` writes the position table to.
+POSITION_TABLE = "lm_quality_by_position.csv"
+
+
+def recorded_by_position(start: str | Path | None = None) -> dict[str, list[dict[str, float]]] | None:
+    """The recorded position table (``benchmarks/results/lm_quality_by_position.csv``) as
+    ``{label: bins}``, from the nearest ``benchmarks/results`` at or above ``start`` (default: the
+    working directory); ``None`` when there is none."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        path = folder / "benchmarks" / "results" / POSITION_TABLE
+        if path.is_file():
+            out: dict[str, list[dict[str, float]]] = {}
+            with path.open(newline="") as f:
+                for row in csv.DictReader(f):
+                    label = row.pop("kv_cache_dtype")
+                    out.setdefault(label, []).append({k: float(v) for k, v in row.items()})
+            return out
+    return None

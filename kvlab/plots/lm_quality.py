@@ -14,8 +14,8 @@ from kvlab.plots.style import axis, base_layout, column
 
 #: The three teacher-forced metrics: (key, axis title, log axis).
 QUALITY_METRICS: tuple[tuple[str, str, bool], ...] = (
-    ("perplexity", "perplexity", False),
-    ("top1_agreement", "top-1 agreement with fp32 cache", False),
+    ("perplexity", "perplexity (choices per token)", False),
+    ("top1_agreement", "top-1 agreement with fp32 cache (fraction)", False),
     ("mean_kl", "mean KL from fp32 cache (nats)", True),
 )
 
@@ -43,7 +43,8 @@ def quality_bars_figure(rows: Sequence, *, highlight: str | None = None, title: 
                              marker=dict(color=colors, opacity=opacity),
                              hovertemplate="%{y}: %{x:.4g}<extra>" + name + "</extra>"), row=1, col=col)
         fig.update_xaxes(**axis(name, type="log" if log else "linear"), row=1, col=col)
-        fig.update_yaxes(autorange="reversed", showticklabels=col == 1, row=1, col=col)
+        fig.update_yaxes(autorange="reversed", showticklabels=col == 1, type="category",
+                         title=dict(text="KV cache" if col == 1 else " "), row=1, col=col)
     fig.update_layout(**base_layout(title, height=max(300, 24 * len(rows) + 120)))
     return fig
 
