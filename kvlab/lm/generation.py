@@ -65,7 +65,8 @@ def generate_greedy(
         require_fits_context(len(ids) + max_new_tokens, model.config.context_length,
                              f"prompt {i} plus {max_new_tokens} new tokens")
     kv = ModelKVCache(model.config, variant.scheme, max_tokens=sum(map(len, encoded)) + len(prompts) *
-                      max_new_tokens, block_size=block_size, rounding=variant.rounding,
+                      max_new_tokens, max_sequences=len(prompts), block_size=block_size,
+                      rounding=variant.rounding,
                       model_dtype=model.dtype, device=model.device, use_kernel=model.device.type == "cuda")
     seqs = [kv.add_sequence() for _ in prompts]
     batch = kv.plan_step(seqs, [len(ids) for ids in encoded])

@@ -26,6 +26,7 @@ class ModelKVCache:
         config: the model shape (layers, KV heads, head size).
         scheme: kv-cache dtype name (see :data:`kvlab.SCHEME_NAMES`).
         max_tokens: total tokens of all sequences the pool must hold.
+        max_sequences: sequences sharing the pool (each may leave its last block part-empty).
         block_size: tokens per block.
         rounding: int8 per-token-head rounding, ``"nearest"`` or ``"truncate"`` (vLLM's Triton store).
         model_dtype: the dtype K/V are produced in (what ``"auto"`` stores).
@@ -40,6 +41,7 @@ class ModelKVCache:
         scheme: str,
         *,
         max_tokens: int,
+        max_sequences: int = 1,
         block_size: int = 16,
         rounding: str = "nearest",
         model_dtype: torch.dtype = torch.float32,
@@ -51,12 +53,13 @@ class ModelKVCache:
     ) -> None:
         require_positive_int(max_tokens, "max_tokens")
         require_positive_int(block_size, "block_size")
+        require_positive_int(max_sequences, "max_sequences")
         require_choice(rounding, ROUNDINGS, "rounding")
         self.scheme = get_scheme(scheme, model_dtype)
         self.block_size = block_size
         self.rounding = rounding
         self.use_kernel = use_kernel
-        num_blocks = cdiv(max_tokens, block_size) + 1
+        num_blocks = cdiv(max_tokens, block_size) + max_sequences  # + 1 poisoned padding block
         self.layers = [
             PagedKVCache.allocate(self.scheme, num_blocks, block_size, config.num_kv_heads, config.head_size,
                                   device=device, k_scale=k_scale, v_scale=v_scale, model_dtype=model_dtype)
@@ -94,15 +97,16 @@ class ModelKVCache:
             need = cdiv(self._lengths[s] + n, self.block_size) - len(self._blocks[s])
             if need > len(self._free):
                 raise ValueError(
-                    f"the KV cache holds {(len(self.layers[0].key) - 1) * self.block_size} tokens; "
-                    "allocate it with a larger max_tokens"
+                    f"the KV cache has no free block left for sequence {s} ({self._lengths[s]} tokens "
+                    f"cached, {n} more asked); allocate it with a larger max_tokens"
                 )
             self._blocks[s].extend(self._free[:need])
             del self._free[:need]
             self._lengths[s] += n
         width = max(len(self._blocks[s]) for s in seqs) + 1
         table = [self._blocks[s] + [self._pad_block] * (width - len(self._blocks[s])) for s in seqs]
-        return AttentionBatch.from_lengths(new_tokens, [self._lengths[s] for s in seqs], table)
+        return AttentionBatch.from_lengths(new_tokens, [self._lengths[s] for s in seqs], table,
+                                           device=self.layers[0].device)
 
     def write(self, layer: int, key: torch.Tensor, value: torch.Tensor, batch: AttentionBatch,
               slot_mapping: torch.Tensor) -> WriteReport:
