@@ -39,7 +39,7 @@ from kvlab.plots.lm_quality import error_by_position_figure, quality_bars_figure
 from kvlab.widgets.answer_explorer import build_answer_explorer, cached_generations, cached_scores
 
 #: Tokens of the shipped text scored in this notebook (the CLI and the benchmark score more).
-TOKENS = 256
+TOKENS = 128
 HAVE_MODEL = find_model_file() is not None
 if not HAVE_MODEL:
     print(f"The model file is not installed ({INSTALL_HINT}); this lesson shows lesson 02's MiniLM and "
