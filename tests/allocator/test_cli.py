@@ -122,7 +122,7 @@ def test_simulate_reports_a_stall(capsys):
         (["capacity", "--model", "gemma-4-31b", "--kv-cache-memory", "lots"], "kv_cache_memory must be"),
         (["capacity", "--model", "no-such-model"], "neither a preset"),
         (
-            ["capacity", "--model", "llama-3.1-8b", "--kv-cache-memory", "1GiB"],
+            ["capacity", "--model", "llama-3.1-8b", "--kv-cache-memory", "1GiB", "--max-model-len", "128K"],
             "estimated maximum model length",
         ),
         (["budget", "--model", "llama-3.1-8b", "--prompt-tokens", "0"], "prompt_tokens must be"),
