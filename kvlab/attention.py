@@ -31,7 +31,8 @@ def attention(
 
     Args:
         query: ``[num_tokens, num_q_heads, head_size]`` new tokens of all sequences, packed.
-        cache: the layer's paged KV cache.
+        cache: the layer's paged KV cache (a :class:`~kvlab.cache.LowBitPagedCache` for kvlab's
+            low-bit schemes).
         batch: query offsets, sequence lengths and block tables.
         backend: ``"reference"`` (float64 result) or ``"triton"`` (result in the query dtype).
         scale: softmax scale, default ``1 / sqrt(head_size)``.
@@ -46,6 +47,11 @@ def attention(
         return paged_attention_reference(
             query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap
         )
+    if cache.scheme.mode.is_low_bit:  # kvlab's packed schemes have their own kernel
+        from kvlab.kernels.lowbit_attention_call import lowbit_paged_attention
+
+        return lowbit_paged_attention(query, cache, batch, scale=scale, sliding_window=sliding_window,
+                                      softcap=softcap)
     from kvlab.kernels import paged_attention
 
     return paged_attention(query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap)

@@ -129,7 +129,8 @@ def build_paged_example(
         k_scale=k_scale or 1.0, v_scale=v_scale or 1.0, model_dtype=kv_dtype, device=device,
     )
     full = AttentionBatch.from_lengths(list(seq_lens), list(seq_lens), table, device=device)
-    cache.write(all_k, all_v, full.slot_mapping(block_size), rounding=rounding)
+    by_sequence = {"batch": full} if sch.mode.is_low_bit else {}  # KIVI's residual follows sequences
+    cache.write(all_k, all_v, full.slot_mapping(block_size), rounding=rounding, **by_sequence)
     del all_k, all_v
 
     batch = AttentionBatch.from_lengths(list(query_lens), list(seq_lens), table, device=device)

@@ -138,7 +138,8 @@ class PagedKVCache:
         """An empty cache of ``num_blocks`` blocks of ``block_size`` tokens.
 
         Args:
-            scheme: kv-cache dtype name (see :data:`kvlab.SCHEME_NAMES`).
+            scheme: kv-cache dtype name (see :data:`kvlab.SCHEME_NAMES`); a low-bit kvlab scheme
+                returns a :class:`kvlab.cache.LowBitPagedCache` instead.
             num_blocks: blocks in the pool (each block holds ``block_size`` tokens).
             block_size: tokens per block.
             num_kv_heads: KV heads of the layer.
@@ -149,6 +150,11 @@ class PagedKVCache:
             poison: fill with NaN (NaN scales for int8) so that reading unwritten slots is visible.
         """
         sch = get_scheme(scheme, model_dtype)
+        if sch.mode.is_low_bit:  # kvlab's packed schemes have their own layout
+            from kvlab.cache.lowbit_cache import LowBitPagedCache
+
+            return LowBitPagedCache.allocate(sch, num_blocks, block_size, num_kv_heads, head_size,
+                                             head_size_v=head_size_v, device=device)
         require_positive_int(num_blocks, "num_blocks")
         require_positive_int(block_size, "block_size")
         require_positive_int(num_kv_heads, "num_kv_heads")

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from kvlab.admission.policies import POLICY_NAMES
+from kvlab.cli.arg_types import token_count
 from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
 from kvlab.serving import compare_policies
 
@@ -72,5 +73,7 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("budget", help="admission-gate need of one request under each policy")
     add_engine_arguments(p)
-    p.add_argument("--prompt-tokens", type=int, required=True, help="prompt length in tokens")
+    p.add_argument(
+        "--prompt-tokens", type=token_count, required=True, help="prompt length in tokens (65536, 64K, 65.5k)"
+    )
     p.set_defaults(func=run)

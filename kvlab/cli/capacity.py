@@ -6,12 +6,43 @@ import argparse
 import json
 
 from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
+from kvlab.hardware import GPU_NAMES
+from kvlab.models import get_model
+from kvlab.quantization import get_scheme
 from kvlab.serving import capacity
+from kvlab.serving.breakdown import request_bytes
+from kvlab.sizing.gpu_memory import WEIGHT_DTYPES, GPUMemoryEstimate
+from kvlab.timing import estimate_kv_cache_memory
+
+
+def memory_from_gpu(args: argparse.Namespace) -> GPUMemoryEstimate | None:
+    """With ``--gpu-memory-utilization``: vLLM's budget estimated from the GPU (``args`` updated)."""
+    if args.gpu_memory_utilization is None:
+        if args.gpu is not None:
+            raise ValueError("--gpu needs --gpu-memory-utilization (the fraction of its memory vLLM may use)")
+        return None
+    if args.gpu is None:
+        raise ValueError(f"--gpu-memory-utilization needs --gpu (one of {', '.join(GPU_NAMES)})")
+    est = estimate_kv_cache_memory(
+        args.gpu,
+        get_model(args.model),
+        args.weight_dtype,
+        args.gpu_memory_utilization,
+        args.tensor_parallel_size,
+        args.max_num_batched_tokens,
+    )
+    args.kv_cache_memory = est.kv_cache_bytes
+    return est
 
 
 def run(args: argparse.Namespace) -> int:
+    estimate = memory_from_gpu(args)
     config = engine_config(args)
     plan = capacity(config)
+    hybrid = config.hybrid_block_choice()
+    hybrid_lines = list(hybrid.log_lines) if hybrid else []
+    per_request = request_bytes(config)
+    origin_note = "" if config.kv_cache_dtype == "fp8_ds_mla" else get_scheme(config.kv_cache_dtype).origin_note
     groups = [
         {
             "kind": g.kind,
@@ -29,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "model": config.model_kv.name,
                     "profile": plan.profile.name,
+                    "kv_cache_dtype": config.kv_cache_dtype,
+                    "kv_cache_dtype_note": origin_note,
                     "max_model_len": plan.max_model_len,
                     "num_groups": len(groups),
                     "bytes_per_block": plan.bytes_per_block,
@@ -40,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
                     "max_concurrency": round(plan.max_concurrency, 4),
                     "padding_layers": plan.grouping.padding_layers,
                     "groups": groups,
-                    "log_lines": list(plan.log_lines),
+                    "log_lines": hybrid_lines + list(plan.log_lines),
+                    "request_bytes": per_request.as_dict(),
+                    "kv_cache_memory_bytes": config.kv_cache_memory,
+                    "kv_cache_memory_source": "estimate" if estimate else "given",
+                    "kv_cache_memory_estimate": estimate.describe() if estimate else None,
                 },
                 indent=2,
             )
@@ -50,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         f"{config.model_kv.name}  TP={config.tensor_parallel_size}  kv_cache_dtype={config.kv_cache_dtype}  "
         f"profile={plan.profile.name}  max_model_len={plan.max_model_len:,}"
     )
+    if origin_note:
+        print(f"note: {config.kv_cache_dtype} is a {origin_note} value: vLLM does not offer it")
     print_table(
         [
             [
@@ -64,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         ],
         ["group", "kind", "block", "layers", "page B", "blocks/request"],
     )
+    source = estimate.describe() if estimate else "given (exact: as a vLLM log's 'Available KV cache memory')"
+    print(f"KV-cache memory      {config.kv_cache_memory / 2**30:.2f} GiB per GPU, {source}")
     print(f"bytes per block      {plan.bytes_per_block:,}")
     print(f"num_blocks           {plan.num_blocks:,} (block 0 is the null block)")
     print(f"blocks per request   {plan.blocks_per_max_request:,} (max_model_len={plan.max_model_len:,})")
@@ -72,7 +113,12 @@ def run(args: argparse.Namespace) -> int:
         f"KV cache tokens      {plan.kv_cache_tokens_per_group:,} (<= v0.20 formula), "
         f"{plan.kv_cache_tokens_concurrency:,} (>= v0.21 formula)"
     )
-    for line in plan.log_lines:
+    print(
+        "bytes per request    "
+        + ", ".join(f"{k} {v / 2**30:.3f} GiB" for k, v in per_request.as_dict().items() if v)
+        + f" (one request of {per_request.max_model_len:,} tokens)"
+    )
+    for line in [*hybrid_lines, *plan.log_lines]:
         print(f"log: {line}")
     return 0
 
@@ -80,4 +126,15 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("capacity", help="KV-cache groups, blocks and max concurrency, as vLLM sizes them")
     add_engine_arguments(p)
+    p.add_argument(
+        "--gpu", default=None, help=f"estimate the KV-cache memory on this GPU: {', '.join(GPU_NAMES)}"
+    )
+    p.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=None,
+        help="with --gpu: KV memory = utilization x GPU memory - weights - activations (an estimate that "
+        "replaces --kv-cache-memory)",
+    )
+    p.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="weights' dtype (default bf16)")
     p.set_defaults(func=run)

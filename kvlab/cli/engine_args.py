@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kvlab.admission.policies import POLICY_NAMES
+from kvlab.cli.arg_types import max_model_len, token_count
 from kvlab.quantization import SCHEME_NAMES
 from kvlab.serving.config import EngineConfig
 from kvlab.sizing.profiles import PROFILE_NAMES
@@ -16,24 +17,40 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kv-cache-memory",
         default="16GiB",
-        help="KV-cache memory of one GPU: 16GiB, 11.54GiB, 16GB, 12e9 (bytes) … (default 16GiB)",
+        help="KV-cache memory of one GPU: 16GiB, 11.54GiB, 16GB, 16G, 12e9 (bytes) … A number without a "
+        "unit is bytes and must be at least 1 MiB (default 16GiB)",
     )
     p.add_argument(
         "--kv-cache-dtype",
         default="auto",
-        choices=SCHEME_NAMES,
+        choices=(*SCHEME_NAMES, "fp8_ds_mla"),
         metavar="DTYPE",
-        help=f"KV-cache dtype: {', '.join(SCHEME_NAMES)} (default auto)",
+        help=f"KV-cache dtype: {', '.join(SCHEME_NAMES)}, fp8_ds_mla (MLA models only) (default auto)",
+    )
+    p.add_argument(
+        "--speculative-config",
+        default=None,
+        help='speculative decoding as JSON, e.g. \'{"method": "mtp", "num_speculative_tokens": 2}\' '
+        "(methods: mtp, eagle, eagle3, draft_model with \"model\", ngram, suffix)",
+    )
+    p.add_argument(
+        "--mamba-cache-mode",
+        default="none",
+        choices=("none", "align", "all"),
+        help="state prefix caching of hybrid Mamba / linear-attention models (default none)",
     )
     p.add_argument("--block-size", type=int, default=16, help="tokens per block (default 16)")
     p.add_argument(
         "--max-model-len",
-        type=int,
+        type=max_model_len,
         default=None,
-        help="max tokens per request; default the model's max_position_embeddings; -1 auto-fits",
+        help="max tokens per request, as vLLM reads it: 131072, 32k (=32,000), 128K (=131,072), 1M; "
+        "-1 or auto: the longest that fits. Default: the model's max_position_embeddings, shortened "
+        "to the longest that fits (with a note) when the KV-cache memory cannot hold it",
     )
     p.add_argument(
-        "--max-num-batched-tokens", type=int, default=8192, help="token budget per step (default 8192)"
+        "--max-num-batched-tokens", type=token_count, default=8192,
+        help="token budget per step (default 8192)",
     )
     p.add_argument("--max-num-seqs", type=int, default=256, help="most running requests (default 256)")
     p.add_argument(
@@ -61,13 +78,35 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def engine_config(args: argparse.Namespace) -> EngineConfig:
-    """The :class:`EngineConfig` the parsed flags describe (ValueError on bad values)."""
+    """The :class:`EngineConfig` the parsed flags describe (ValueError on bad values).
+
+    Without ``--max-model-len`` the model's full context is used when it fits; when it does not,
+    the longest length that fits is used instead and ``args.notes`` gets a line saying so, which
+    ``kvlab`` prints on stderr once the command has succeeded (vLLM itself would
+    refuse to start), so that the first command a user types shows numbers rather than an error.
+    """
+    config = _engine_config(args, args.max_model_len)
+    full = config.model_kv.max_position_embeddings
+    if args.max_model_len is None and full:
+        config = config.replace(max_model_len=-1)
+        fitted = config.plan().max_model_len
+        if fitted < full:
+            args.notes = [
+                *getattr(args, "notes", []),
+                f"note: {config.model_kv.name}'s full context of {full:,} tokens does not fit in this "
+                f"KV-cache memory; using max_model_len={fitted:,}, the longest that fits (vLLM would "
+                "refuse to start: pass --max-model-len or more --kv-cache-memory)",
+            ]
+    return config
+
+
+def _engine_config(args: argparse.Namespace, max_len: int | None) -> EngineConfig:
     return EngineConfig(
         model=args.model,
         kv_cache_memory=args.kv_cache_memory,
         kv_cache_dtype=args.kv_cache_dtype,
         block_size=args.block_size,
-        max_model_len=args.max_model_len,
+        max_model_len=max_len,
         max_num_batched_tokens=args.max_num_batched_tokens,
         max_num_seqs=args.max_num_seqs,
         tensor_parallel_size=args.tensor_parallel_size,
@@ -76,6 +115,8 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
         enable_prefix_caching=args.enable_prefix_caching,
         disable_hybrid_kv_cache_manager=args.disable_hybrid_kv_cache_manager,
         num_gpu_blocks_override=args.num_gpu_blocks_override,
+        speculative_config=getattr(args, "speculative_config", None),
+        mamba_cache_mode=getattr(args, "mamba_cache_mode", "none"),
     )
 
 

@@ -2,7 +2,8 @@
 
 Each sub-command module provides ``register(subparsers)`` (adds its parser and sets
 ``func=run``) and ``run(args) -> int``. Errors caused by the user's input (``ValueError``) are
-printed as one line, ``kvlab <command>: error: ...``, with exit code 2 — never a traceback.
+printed as one line, ``kvlab <command>: error: ...``, with exit code 2 — never a traceback. Notes a
+command leaves in ``args.notes`` (defaults it had to adjust) are printed on stderr after its output.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kvlab.cli.capacity",
     "kvlab.cli.budget",
     "kvlab.cli.simulate",
+    "kvlab.cli.gpus",
     "kvlab.cli.bench",
+    "kvlab.cli.grade",
 )
 
 
@@ -42,13 +45,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
     except ValueError as exc:
         print(f"kvlab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"kvlab {args.command}: interrupted", file=sys.stderr)
         return 130
+    for note in getattr(args, "notes", []):
+        print(note, file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

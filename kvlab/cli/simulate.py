@@ -1,14 +1,25 @@
-"""``kvlab simulate``: serve a synthetic workload or a JSON trace and print the summary."""
+"""``kvlab simulate``: serve a synthetic workload, sessions or a JSON trace and print the summary;
+with ``--gpu`` every step is timed and the summary gains TTFT, TPOT, throughputs and wall time."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import warnings
 
 from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
+from kvlab.cli.timing_args import (
+    add_timing_arguments,
+    check_timing_arguments,
+    kv_memory_from_gpu,
+    metrics_json,
+    print_timing,
+    timed_workload,
+)
 from kvlab.serving import simulate
 from kvlab.simulator import load_trace, synthetic_workload
+from kvlab.timing import PureRooflineWarning
 
 
 def _length(text: str) -> int | tuple[int, int]:
@@ -22,9 +33,13 @@ def _length(text: str) -> int | tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_timing_arguments(args)
+    estimate = kv_memory_from_gpu(args)
     config = engine_config(args)
     if args.trace:
         workload = load_trace(args.trace)
+    elif args.sessions is not None:
+        workload = None
     else:
         workload = synthetic_workload(
             args.num_requests,
@@ -34,13 +49,29 @@ def run(args: argparse.Namespace) -> int:
             args.shared_prefix_tokens,
             args.seed,
         )
-    result = simulate(config, workload, max_steps=args.max_steps, detail="counts")
+    workload = timed_workload(args, workload)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PureRooflineWarning)
+        result = simulate(
+            config,
+            workload,
+            max_steps=args.max_steps,
+            detail="counts",
+            gpu=args.gpu,
+            weight_dtype=args.weight_dtype,
+            max_concurrency=args.max_concurrency,
+            progress=not args.json,
+        )
+    notes = [str(w.message) for w in caught]
     s = result.summary
     stalled = dataclasses.asdict(s.stalled) if s.stalled else None
     if args.json:
         print(
             json.dumps(
                 {
+                    **(metrics_json(result.metrics) if result.metrics else {}),
+                    **({"kv_cache_memory_estimate_bytes": estimate.kv_cache_bytes} if estimate else {}),
+                    "warnings": notes,
                     "policy": result.policy,
                     "profile": config.profile,
                     "requests": len(workload),
@@ -80,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         ],
         ["summary", "value"],
     )
+    print_timing(result, estimate, notes)
     if s.stalled:
         print(
             f"STALLED at step {s.stalled.step}: request {s.stalled.request_id} "
@@ -115,4 +147,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="synthetic: random seed (default 0)")
     p.add_argument("--max-steps", type=int, default=200_000, help="hard step cap (default 200000)")
+    add_timing_arguments(p)
     p.set_defaults(func=run)

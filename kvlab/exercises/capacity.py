@@ -32,7 +32,7 @@ from kvlab.exercises.runner import (
     run_check,
 )
 from kvlab.models import LayerKV, ModelKV, get_model
-from kvlab.quantization import SCHEME_NAMES
+from kvlab.quantization import VLLM_SCHEME_NAMES
 from kvlab.sizing import plan_kv_cache
 
 GIB = 1 << 30
@@ -103,7 +103,7 @@ def _bytes_case(model: ModelKV, dtype: str, label: str, edge: bool) -> Case:
 
 def _random_bytes_case(gen: torch.Generator) -> dict[str, Any]:
     model = _random_model(gen, ("full", "sliding_window"))
-    return {"model": model, "kv_cache_dtype": choice(gen, SCHEME_NAMES)}
+    return {"model": model, "kv_cache_dtype": choice(gen, VLLM_SCHEME_NAMES)}
 
 
 def _bytes_cases(num_random: int, seed: int) -> list[Case]:
@@ -129,7 +129,7 @@ def _capacity_case(label: str, edge: bool, **args: Any) -> Case:
 
 def _random_capacity_args(gen: torch.Generator) -> dict[str, Any]:
     model = _random_model(gen, ("full",))
-    dtype = choice(gen, SCHEME_NAMES)
+    dtype = choice(gen, VLLM_SCHEME_NAMES)
     block = choice(gen, (16, 32, 64))
     length = choice(gen, (2048, 4096, 8192, 32768, 131072, randint(gen, 100, 20000)))
     one_request = expected_bytes_per_token(model, dtype) * (length + block)

@@ -150,7 +150,7 @@ def check_quantize_int8(
     trial = function_trial(quantize_int8, _int8_reference, _compare_int8, _diagnose_int8)
     return run_check(
         name, cases, trial, verified="scales (fp32) and codes (int8) bit-exact", seed=seed,
-        replay=f"check_quantize_int8({name}, seed={seed})",
+        replay=f"check_quantize_int8({name}, seed={seed})", general_first=True,
     )
 
 
@@ -246,5 +246,5 @@ def check_rounding_comparison(
     trial = function_trial(compare_roundings, rounding_comparison, _compare_rounding, _diagnose_rounding)
     return run_check(
         name, cases, trial, verified="both relative errors and the fraction of differing codes match kvlab",
-        seed=seed, replay=f"check_rounding_comparison({name}, seed={seed})",
+        seed=seed, replay=f"check_rounding_comparison({name}, seed={seed})", general_first=True,
     )

@@ -34,7 +34,7 @@ from kvlab.exercises.runner import (
     random_cases,
     run_check,
 )
-from kvlab.quantization import SCHEME_NAMES, token_footprint
+from kvlab.quantization import VLLM_SCHEME_NAMES, token_footprint
 
 #: Bytes of one query or output element (bf16).
 QUERY_BYTES = 2
@@ -60,7 +60,7 @@ def expected_decode_speedup(kv_cache_dtype: str, **shape: int) -> float:
 def _random_shape(gen: torch.Generator) -> dict[str, Any]:
     num_q_heads, num_kv_heads = choice(gen, _HEADS)
     return {
-        "kv_cache_dtype": choice(gen, SCHEME_NAMES),
+        "kv_cache_dtype": choice(gen, VLLM_SCHEME_NAMES),
         "batch": choice(gen, (1, 4, 16, 64, randint(gen, 1, 256))),
         "context": choice(gen, (1, 17, 1024, 32768, randint(gen, 1, 131072))),
         "num_q_heads": num_q_heads,

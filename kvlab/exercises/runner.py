@@ -10,19 +10,17 @@ line of their code that raised; they never surface as a traceback.
 from __future__ import annotations
 
 import copy
-import os
 import secrets
-import sys
-import sysconfig
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from kvlab.exercises.learner_errors import LearnerError, call_learner, learner_error  # noqa: F401 (checks import them from here)
 from kvlab.exercises.report import describe_inputs
 from kvlab.exercises.result import CheckResult
+from kvlab.exercises.time_limit import CaseTimeout, time_limit, time_limit_seconds
 
 #: A trial: ``None`` when kvlab and the learner agree on the case, else a description of the difference.
 Trial = Callable[["Case"], "str | None"]
@@ -46,66 +44,9 @@ class Case:
     shown: Mapping[str, str] = field(default_factory=dict)
 
 
-class LearnerError(Exception):
-    """The learner's code raised ``error``.
-
-    Attributes:
-        error: the exception.
-        where: the line of the learner's code that raised (``line 7 in f: y = x / s``), when known.
-        function: the learner's function that raised, when known.
-    """
-
-    def __init__(self, error: BaseException, where: str | None, function: str | None = None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.where = where
-        self.function = function
-
-
 def fresh_seed() -> int:
     """A new seed for each check run, so every run draws new random cases."""
     return secrets.randbelow(2**31)
-
-
-def _library_dirs() -> tuple[str, ...]:
-    import kvlab
-
-    dirs = {os.path.dirname(os.path.abspath(kvlab.__file__))}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            dirs.add(os.path.abspath(path))
-    dirs.add(os.path.abspath(sys.prefix))
-    return tuple(sorted(dirs))
-
-
-def _learner_frame(error: BaseException) -> traceback.FrameSummary | None:
-    """The innermost traceback frame outside kvlab, the standard library and installed packages."""
-    skip = _library_dirs()
-    found = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        if os.path.abspath(frame.filename).startswith(skip) or frame.filename.startswith("<frozen"):
-            continue
-        found = frame
-    return found
-
-
-def learner_error(error: BaseException) -> LearnerError:
-    """Wrap an exception raised by the learner's code, locating the line that raised it."""
-    frame = _learner_frame(error)
-    if frame is None:
-        return LearnerError(error, None)
-    code = (frame.line or "").strip()
-    where = f"line {frame.lineno} in {frame.name}" + (f": {code}" if code else "")
-    return LearnerError(error, where, frame.name)
-
-
-def call_learner(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call the learner's code; any exception it raises becomes a :class:`LearnerError`."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as error:  # the learner's bug, reported as a failed check
-        raise learner_error(error) from None
 
 
 def copy_args(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,6 +80,44 @@ def count_text(cases: Sequence[Case]) -> str:
     return plural(edge, "case")
 
 
+def not_written_yet(name: str, where: str = "") -> CheckResult:
+    """The report of an exercise whose stub is still untouched."""
+    return CheckResult(name, False, (
+        f"✗ {name} is not written yet{where}.\n"
+        "  Replace the stub (the `raise NotImplementedError` line, or `pass`) with your code, then run the "
+        "check again."
+    ), status="not_written")
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    status: str  # "failed", "error", "timeout", "interrupted" or "not_written"
+    problem: str
+
+
+def _attempt(name: str, case: Case, trial: Trial, seconds: float) -> _Outcome | None:
+    """Run one trial under the time limit; ``None`` when kvlab and the learner agree."""
+    try:
+        with time_limit(seconds):
+            problem = trial(case)
+    except CaseTimeout:
+        return _Outcome("timeout", (
+            f"your function did not return within {seconds:g} s on case “{case.label}”: is there a loop "
+            "that never ends? (kvlab.exercises.set_time_limit changes the limit)"
+        ))
+    except KeyboardInterrupt:
+        return _Outcome("interrupted", f"interrupted while your function ran on case “{case.label}”")
+    except LearnerError as err:
+        if isinstance(err.error, NotImplementedError):
+            where = f" in {err.function}" if err.function and err.function != name else ""
+            return _Outcome("not_written", f" (NotImplementedError{where})")
+        problem = f"your code raised {type(err.error).__name__}: {str(err.error) or '(no message)'}"
+        if err.where:
+            problem += f"\n  at {err.where}"
+        return _Outcome("error", problem)
+    return None if problem is None else _Outcome("failed", problem)
+
+
 def run_check(
     name: str,
     cases: Sequence[Case],
@@ -147,8 +126,11 @@ def run_check(
     verified: str,
     seed: int | None = None,
     replay: str | None = None,
+    general_first: bool = False,
 ) -> CheckResult:
     """Run ``trial`` on every case and stop at the first failure.
+
+    Each case runs under the time limit of :mod:`kvlab.exercises.time_limit`.
 
     Args:
         name: the learner's function, kernel or class, as the report names it.
@@ -157,35 +139,45 @@ def run_check(
         verified: what a pass means, e.g. ``"scales and codes bit-exact"``.
         seed: the seed the random cases were drawn with (shown so a failure can be replayed).
         replay: the call that replays the same cases, e.g. ``"check_quantize_int8(quantize_int8, seed=7)"``.
+        general_first: for checks whose edge cases are true corner cases (an all-zero vector, a
+            tie): when the first failure is on an edge case, the random cases are tried too, and if
+            one of them fails as well the code is wrong in general, so the report names that random
+            case (and mentions the edge case) rather than suggesting that only a corner is missed.
+            Checks whose named cases are simply readable examples (a real model) leave it off.
 
     Returns:
         A :class:`CheckResult`; a pass names the number of cases and what was verified.
     """
+    seconds = time_limit_seconds()
     total = len(cases)
     for number, case in enumerate(cases, 1):
-        try:
-            problem = trial(case)
-        except LearnerError as err:
-            if isinstance(err.error, NotImplementedError):
-                where = f" in {err.function}" if err.function and err.function != name else ""
-                return CheckResult(name, False, (
-                    f"✗ {name} is not written yet (NotImplementedError{where}).\n"
-                    "  Replace the `raise NotImplementedError` line with your code, then run the check again."
-                ))
-            message = str(err.error) or "(no message)"
-            problem = f"your code raised {type(err.error).__name__}: {message}"
-            if err.where:
-                problem += f"\n  at {err.where}"
-        if problem is None:
+        outcome = _attempt(name, case, trial, seconds)
+        if outcome is None:
             continue
+        if outcome.status == "not_written":
+            return not_written_yet(name, outcome.problem)
+        also = ""
+        if general_first and case.edge and outcome.status in ("failed", "error"):
+            for later, general in enumerate(cases[number:], number + 1):
+                if general.edge:
+                    continue
+                found = _attempt(name, general, trial, seconds)
+                if found is not None and found.status in ("failed", "error"):
+                    also = f"(it also fails edge case “{case.label}”)"
+                    number, case, outcome = later, general, found
+                    break
+                if found is not None:  # a timeout or an interrupt: report the edge case
+                    break
         kind = "edge case" if case.edge else "case"
         lines = [f"✗ {name} failed on {kind} “{case.label}” ({number} of {total})"]
         if case.args:
             lines += ["  inputs:", describe_inputs(case.args, case.shown)]
-        lines.append("  " + problem.replace("\n", "\n  "))
+        lines.append("  " + outcome.problem.replace("\n", "\n  "))
+        if also:
+            lines.append("  " + also)
         if seed is not None and replay:
             lines.append(f"  (seed {seed}: {replay} replays the same cases)")
-        return CheckResult(name, False, "\n".join(lines))
+        return CheckResult(name, False, "\n".join(lines), status=outcome.status, case=case.label)
     return CheckResult(name, True, f"✓ {name}: {count_text(cases)} passed — {verified}")
 
 

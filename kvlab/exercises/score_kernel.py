@@ -12,6 +12,9 @@ interpreter on CPU tensors (compiled on a GPU when one is present).
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from typing import Any
 
 import torch
@@ -25,6 +28,7 @@ from kvlab.exercises.runner import (
     compare_and_diagnose,
     fresh_seed,
     learner_name,
+    not_written_yet,
     randint,
     random_cases,
     run_check,
@@ -127,6 +131,21 @@ def _diagnose(args: dict[str, Any], got: torch.Tensor, expected: torch.Tensor) -
     return None
 
 
+def _body_is_empty(kernel: Any) -> bool:
+    """True when the kernel's body holds nothing but ``pass``, ``...``, a docstring or comments."""
+    try:  # a compiled kernel (JITFunction) keeps its source; the interpreter's wrapper keeps .fn
+        source = textwrap.dedent(inspect.getsource(getattr(kernel, "fn", kernel)))
+        source = source[source.index("def "):]
+        body = ast.parse(source).body[0].body
+    except Exception:  # no source to read: let the cases judge it
+        return False
+    return all(
+        isinstance(statement, ast.Pass)
+        or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+        for statement in body
+    )
+
+
 def check_int8_scores_kernel(kernel: Any, *, seed: int | None = None, num_random: int = 20) -> CheckResult:
     """Check a Triton kernel ``kernel[(num_q_heads,)](q_ptr, k_codes_ptr, k_scales_ptr, out_ptr, sm_scale,
     num_keys, NUM_KV_HEADS=, GROUP=, HEAD_SIZE=, BLOCK_KEYS=)``.
@@ -143,6 +162,8 @@ def check_int8_scores_kernel(kernel: Any, *, seed: int | None = None, num_random
         return CheckResult(name, False, (
             f"✗ {name}: expected a @triton.jit kernel, got {type(kernel).__name__}"
         ))
+    if _body_is_empty(kernel):
+        return not_written_yet(name, " (its body is still only `pass`)")
     device = kernel_device()
     seed = fresh_seed() if seed is None else seed
     cases = _edge_cases() + random_cases(num_random, seed, _random_case)

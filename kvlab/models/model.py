@@ -1,9 +1,21 @@
-"""What a model contributes to the KV cache: its attention layers and their shapes."""
+"""What a model contributes to the KV cache: its attention layers, their shapes, and its state layers.
+
+Attention layers (:class:`LayerKV`) are full, sliding-window, chunked-local or MLA (one latent
+"head" of ``kv_lora_rank + qk_rope_head_dim`` per token, K only, the same on every GPU). A layer can
+also *reuse* an earlier layer's cache (``kv_shared_with``, Gemma 3n / Gemma 4 E2B/E4B): it costs no
+memory. Mamba and linear-attention layers keep a fixed per-request state instead
+(:class:`~kvlab.models.state_layers.StateLayerKV`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvlab.models.parallel import check_tensor_parallel, kv_heads_per_gpu
+from kvlab.models.state_layers import StateLayerKV
+from kvlab.sizing.mla_spec import MLAAttentionSpec
+from kvlab.sizing.state_spec import MambaSpec
+from kvlab.sizing.state_unification import HybridBlockChoice, hybrid_block_size
 from kvlab.sizing.specs import (
     MODEL_DTYPES,
     AttentionSpec,
@@ -11,9 +23,12 @@ from kvlab.sizing.specs import (
     FullAttentionSpec,
     SlidingWindowSpec,
 )
+
+#: Any per-layer spec a model produces.
+KVCacheSpec = AttentionSpec | MambaSpec
 from kvlab.validation import require_choice, require_positive_int
 
-LAYER_KINDS = ("full", "sliding_window", "chunked_local")
+LAYER_KINDS = ("full", "sliding_window", "chunked_local", "mla")
 
 
 @dataclass(frozen=True)
@@ -22,12 +37,15 @@ class LayerKV:
 
     Attributes:
         name: layer name, e.g. ``"layers.5"``.
-        kind: ``"full"``, ``"sliding_window"`` or ``"chunked_local"``.
-        num_kv_heads: KV heads of the whole model.
+        kind: ``"full"``, ``"sliding_window"``, ``"chunked_local"`` or ``"mla"``.
+        num_kv_heads: KV heads of the whole model (1 for MLA: the latent is not split by TP).
         head_size: K head size (elements).
         head_size_v: V head size (elements); ``None`` = ``head_size``.
         sliding_window: window (tokens) of a sliding-window layer.
         attention_chunk_size: chunk (tokens) of a chunked-local layer.
+        kv_shared_with: name of the earlier layer whose cache this layer reads (it stores nothing).
+        element_bytes: bytes per cached element when the layer fixes it whatever ``kv_cache_dtype``
+            (DeepSeek V3.2's indexer keys: 1-byte fp8 with their scales counted in ``head_size``).
     """
 
     name: str
@@ -37,6 +55,8 @@ class LayerKV:
     head_size_v: int | None = None
     sliding_window: int | None = None
     attention_chunk_size: int | None = None
+    kv_shared_with: str | None = None
+    element_bytes: int | None = None
 
     def __post_init__(self) -> None:
         require_choice(self.kind, LAYER_KINDS, f"kind of layer {self.name!r}")
@@ -48,8 +68,11 @@ class LayerKV:
             require_positive_int(self.attention_chunk_size, f"attention_chunk_size of layer {self.name!r}")
 
     def kv_heads_per_gpu(self, tensor_parallel_size: int) -> int:
-        """KV heads on one GPU: ``max(1, heads // tp)`` (replicated when heads < tp)."""
-        return max(1, self.num_kv_heads // tensor_parallel_size)
+        """KV heads on one GPU: ``heads / tp``, or 1 (replicated) when ``tp > heads``; MLA keeps its
+        one latent head whole. Raises ``ValueError`` for splits vLLM refuses."""
+        if self.kind == "mla":
+            return self.num_kv_heads
+        return kv_heads_per_gpu(self.num_kv_heads, tensor_parallel_size, f"layer {self.name!r}")
 
     def spec(
         self,
@@ -59,6 +82,15 @@ class LayerKV:
         tensor_parallel_size: int = 1,
     ) -> AttentionSpec:
         """This layer's spec on one GPU."""
+        if self.kind == "mla":
+            return MLAAttentionSpec(
+                block_size=block_size,
+                num_kv_heads=self.num_kv_heads,
+                head_size=self.head_size,
+                kv_cache_dtype=kv_cache_dtype,
+                model_dtype=model_dtype,
+                element_bytes=self.element_bytes,
+            )
         common = dict(
             block_size=block_size,
             num_kv_heads=self.kv_heads_per_gpu(tensor_parallel_size),
@@ -84,6 +116,15 @@ class ModelKV:
         max_position_embeddings: the longest context the model supports (tokens).
         dtype: the model dtype (what ``kv_cache_dtype="auto"`` stores).
         source: where the facts come from (model id, revision or date).
+        num_attention_heads: query heads of the whole model (``None`` = unknown): checked against
+            tensor parallelism; the step-time model needs them for attention FLOPs.
+        num_parameters: all weights (parameters), ``None`` = unknown.
+        num_active_parameters: weights one token runs through (parameters; smaller than
+            ``num_parameters`` for mixture-of-experts models); ``None`` = ``num_parameters``.
+        state_layers: Mamba / linear-attention layers (a fixed state per request).
+        mtp_layers: multi-token-prediction modules shipped with the model (used only when
+            speculative decoding with ``method="mtp"`` is on).
+        mamba_chunk_size: the state kernel's chunk (tokens), used to align blocks in ``"align"`` mode.
     """
 
     name: str
@@ -91,22 +132,149 @@ class ModelKV:
     max_position_embeddings: int
     dtype: str = "bfloat16"
     source: str = ""
+    num_attention_heads: int | None = None
+    num_parameters: int | None = None
+    num_active_parameters: int | None = None
+    state_layers: tuple[StateLayerKV, ...] = ()
+    mtp_layers: int = 0
+    mamba_chunk_size: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.layers:
-            raise ValueError(f"model {self.name!r} has no attention layers")
+        for field in ("num_attention_heads", "num_parameters", "num_active_parameters"):
+            if getattr(self, field) is not None:
+                require_positive_int(getattr(self, field), f"{field} of model {self.name!r}")
+        if (
+            self.num_active_parameters is not None
+            and self.num_parameters is not None
+            and self.num_active_parameters > self.num_parameters
+        ):
+            raise ValueError(
+                f"num_active_parameters ({self.num_active_parameters:,}) of model {self.name!r} exceeds "
+                f"num_parameters ({self.num_parameters:,})"
+            )
+        if not self.layers and not self.state_layers:
+            raise ValueError(f"model {self.name!r} has neither attention nor state layers")
+        names = {layer.name for layer in self.layers}
+        for layer in self.layers:
+            if layer.kv_shared_with is not None and layer.kv_shared_with not in names:
+                raise ValueError(
+                    f"layer {layer.name!r} shares the cache of {layer.kv_shared_with!r}, which is not a layer"
+                )
         require_positive_int(self.max_position_embeddings, "max_position_embeddings")
         require_choice(self.dtype, MODEL_DTYPES, "dtype")
 
     def layer_specs(
-        self, block_size: int = 16, kv_cache_dtype: str = "auto", tensor_parallel_size: int = 1
-    ) -> dict[str, AttentionSpec]:
-        """``{layer name: spec}`` on one GPU of a ``tensor_parallel_size``-way group."""
+        self,
+        block_size: int = 16,
+        kv_cache_dtype: str = "auto",
+        tensor_parallel_size: int = 1,
+        *,
+        mamba_cache_mode: str = "none",
+        mamba_chunk_size: int | None = None,
+        block_alignment: int | None = None,
+        num_speculative_tokens: int = 0,
+        extra_layers: tuple[LayerKV, ...] = (),
+    ) -> dict[str, KVCacheSpec]:
+        """``{layer name: spec}`` on one GPU of a ``tensor_parallel_size``-way group.
+
+        Layers that reuse another layer's cache get no spec (vLLM allocates nothing for them). With
+        state layers, the attention block size is raised and the state pages padded so that all
+        pages are equal (:func:`kvlab.sizing.state_unification.hybrid_block_size`).
+
+        Args:
+            block_size: requested tokens per block (raised for hybrid state models when too small).
+            kv_cache_dtype: ``--kv-cache-dtype``.
+            tensor_parallel_size: GPUs the heads are split over.
+            mamba_cache_mode: ``"none"``, ``"align"`` or ``"all"`` (state prefix caching).
+            mamba_chunk_size: in ``"align"`` mode, round blocks to this chunk (older vLLM); ``None`` =
+                plain alignment.
+            block_alignment: attention kernel block alignment (default 16, 64 for MLA).
+            num_speculative_tokens: speculative tokens (extra state pages and conv rows).
+            extra_layers: draft-model / MTP attention layers added by speculative decoding.
+
+        Raises:
+            ValueError: a split vLLM refuses (query or KV heads not divisible by the TP size).
+        """
         require_positive_int(tensor_parallel_size, "tensor_parallel_size")
-        return {
-            layer.name: layer.spec(block_size, kv_cache_dtype, self.dtype, tensor_parallel_size)
+        check_tensor_parallel(self.num_attention_heads, tensor_parallel_size, f"model {self.name!r}")
+        layers = [layer for layer in (*self.layers, *extra_layers) if layer.kv_shared_with is None]
+
+        def attention(block: int) -> dict[str, KVCacheSpec]:
+            return {
+                layer.name: layer.spec(block, kv_cache_dtype, self.dtype, tensor_parallel_size)
+                for layer in layers
+            }
+
+        if not self.state_layers:
+            return attention(block_size)
+        choice = self._hybrid_choice(
+            attention(1), block_size, tensor_parallel_size, mamba_cache_mode, mamba_chunk_size,
+            block_alignment, num_speculative_tokens,
+        )
+        specs = attention(choice.block_size)
+        for state in self.state_layers:
+            state_bytes = state.state_bytes(tensor_parallel_size, self.dtype, num_speculative_tokens)
+            specs[state.name] = MambaSpec(
+                block_size=choice.block_size,
+                state_bytes=state_bytes,
+                page_size_padded=choice.page_size_bytes if choice.page_size_bytes != state_bytes else None,
+                mamba_cache_mode=mamba_cache_mode,
+                num_speculative_blocks=num_speculative_tokens,
+            )
+        return specs
+
+    def _hybrid_choice(
+        self,
+        one_token_specs: dict[str, KVCacheSpec],
+        block_size: int,
+        tensor_parallel_size: int,
+        mamba_cache_mode: str,
+        mamba_chunk_size: int | None,
+        block_alignment: int | None,
+        num_speculative_tokens: int,
+    ) -> HybridBlockChoice:
+        if not one_token_specs:
+            raise ValueError(f"model {self.name!r} has only state layers; kvlab sizes hybrid models only")
+        first = next(iter(one_token_specs.values()))
+        is_mla = isinstance(first, MLAAttentionSpec)
+        return hybrid_block_size(
+            first.page_size_bytes,
+            max(s.state_bytes(tensor_parallel_size, self.dtype, num_speculative_tokens) for s in self.state_layers),
+            block_size,
+            alignment=block_alignment or (64 if is_mla else 16),
+            mamba_cache_mode=mamba_cache_mode,
+            chunk_size=mamba_chunk_size,
+        )
+
+    def hybrid_block_choice(
+        self,
+        block_size: int = 16,
+        kv_cache_dtype: str = "auto",
+        tensor_parallel_size: int = 1,
+        *,
+        mamba_cache_mode: str = "none",
+        mamba_chunk_size: int | None = None,
+        block_alignment: int | None = None,
+        num_speculative_tokens: int = 0,
+    ) -> HybridBlockChoice | None:
+        """The block size, common page and state padding of a hybrid state model (``None`` without
+        state layers), with the lines vLLM logs about them."""
+        if not self.state_layers:
+            return None
+        one_token = {
+            layer.name: layer.spec(1, kv_cache_dtype, self.dtype, tensor_parallel_size)
             for layer in self.layers
+            if layer.kv_shared_with is None
         }
+        return self._hybrid_choice(
+            one_token, block_size, tensor_parallel_size, mamba_cache_mode, mamba_chunk_size,
+            block_alignment, num_speculative_tokens,
+        )
+
+    @property
+    def num_kv_shared_layers(self) -> int:
+        """Layers that reuse an earlier layer's cache."""
+        return sum(1 for layer in self.layers if layer.kv_shared_with is not None)
 
     def count(self, kind: str) -> int:
         """Number of layers of ``kind``."""

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from kvlab.models.hf_config import model_from_hf_config
 from kvlab.models.model import ModelKV
+from kvlab.models.presets_families import FAMILY_PRESETS
+from kvlab.models.parameters import preset_parameter_fields
 
 PRESET_CONFIGS: dict[str, tuple[str, dict]] = {
     # google/gemma-4-31B-it (text_config, 2026). Checked against copies of the published config.json
@@ -145,6 +147,8 @@ PRESET_CONFIGS: dict[str, tuple[str, dict]] = {
     ),
 }
 
+PRESET_CONFIGS.update(FAMILY_PRESETS)
+
 #: Preset names accepted by :func:`get_model` and ``--model``.
 PRESET_NAMES: tuple[str, ...] = tuple(PRESET_CONFIGS)
 
@@ -164,7 +168,8 @@ def get_model(model: str | Path | ModelKV) -> ModelKV:
     key = str(model).strip().lower()
     for name, (model_id, config) in PRESET_CONFIGS.items():
         if key in (name, model_id.lower()):
-            return model_from_hf_config(config, name=name, source=model_id)
+            with_params = {**config, **preset_parameter_fields(name)}
+            return model_from_hf_config(with_params, name=name, source=model_id)
     path = Path(model)
     if not path.exists():
         raise ValueError(

@@ -9,7 +9,14 @@ from kvlab.quantization.formats import (
     SCALE_FLOOR,
     V_SCALE_CONSTANT,
 )
-from kvlab.quantization.memory import TokenFootprint, kv_bytes_per_token, page_size_bytes, token_footprint
+from kvlab.quantization.lowbit_schemes import LowBitScheme
+from kvlab.quantization.memory import (
+    TokenFootprint,
+    kv_bytes_per_token,
+    page_size_bytes,
+    residual_bytes_per_sequence,
+    token_footprint,
+)
 from kvlab.quantization.per_tensor import (
     CALIBRATION_METHODS,
     PerTensorCodes,
@@ -23,7 +30,14 @@ from kvlab.quantization.per_token_head import (
     quantize_per_token_head,
     token_head_scales,
 )
-from kvlab.quantization.schemes import SCHEME_NAMES, KVCacheScheme, QuantMode, get_scheme
+from kvlab.quantization.schemes import (
+    KVLAB_SCHEME_NAMES,
+    SCHEME_NAMES,
+    VLLM_SCHEME_NAMES,
+    KVCacheScheme,
+    QuantMode,
+    get_scheme,
+)
 
 __all__ = [
     "CALIBRATION_METHODS",
@@ -33,12 +47,15 @@ __all__ = [
     "INT8_QMIN",
     "K_SCALE_CONSTANT",
     "KVCacheScheme",
+    "KVLAB_SCHEME_NAMES",
+    "LowBitScheme",
     "PerTensorCodes",
     "QuantMode",
     "ROUNDINGS",
     "SCALE_FLOOR",
     "SCHEME_NAMES",
     "TokenFootprint",
+    "VLLM_SCHEME_NAMES",
     "V_SCALE_CONSTANT",
     "calibrate_scale",
     "dequantize_per_tensor",
@@ -48,6 +65,7 @@ __all__ = [
     "page_size_bytes",
     "quantize_per_tensor",
     "quantize_per_token_head",
+    "residual_bytes_per_sequence",
     "token_footprint",
     "token_head_scales",
 ]

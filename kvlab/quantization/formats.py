@@ -39,9 +39,22 @@ DTYPE_BYTES: dict[torch.dtype, int] = {
     torch.bfloat16: 2,
     torch.float16: 2,
     torch.int8: 1,
+    torch.uint8: 1,
     torch.float8_e4m3fn: 1,
     torch.float8_e5m2: 1,
 }
 
 #: Bytes of one fp32 scale.
 SCALE_BYTES: int = 4
+
+#: Largest code of a symmetric 4-bit per-token-head scheme: levels -7..7 (-8 is never produced).
+INT4_QMAX: float = 7.0
+
+#: Bytes of one fp16 scale or zero point of the KIVI schemes (as in KIVI and transformers' cache).
+HALF_BYTES: int = 2
+#: Smallest KIVI scale: the smallest normal fp16 number, 2**-14. A group whose values are all equal
+#: (zero range) gets it, and its values come back as the zero point (the fp16 rounding of their min).
+LOW_BIT_SCALE_FLOOR: float = 2.0**-14
+#: Largest magnitude a KIVI group may hold: scales and zero points are fp16, whose largest finite
+#: value is 65504; larger input is refused instead of stored as Inf.
+FP16_MAX: float = 65504.0

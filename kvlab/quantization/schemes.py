@@ -1,4 +1,4 @@
-"""The KV-cache dtypes of vLLM (``--kv-cache-dtype``) as kvlab schemes.
+"""The scheme registry: vLLM's KV-cache dtypes (``--kv-cache-dtype``) and kvlab's low-bit schemes.
 
 A *scheme* says how one K or V element is stored and where its scale lives:
 
@@ -17,6 +17,13 @@ name                      storage            scale                        ``Quan
 its uint8 cache as e4m3 for every ``fp8*`` name, so under that backend ``fp8_e5m2`` only changes the
 name; FlashInfer and the ROCm prefill paths do use e5m2. kvlab keeps the format the name promises so
 that the two fp8 formats can be compared.
+
+kvlab adds schemes below 8 bits that **vLLM does not offer** (:data:`KVLAB_SCHEME_NAMES`):
+``int4_per_token_head`` and the KIVI-style ``kivi4``/``kivi2`` family, defined with their formulas in
+:mod:`kvlab.quantization.lowbit_schemes`. They live in this one registry so that sizing, capacity,
+admission, the simulator, the reference and the kernels all read the same definitions;
+:attr:`KVCacheScheme.is_vllm` tells the two kinds apart, and every output that shows a kvlab scheme
+says it is not a vLLM ``--kv-cache-dtype``.
 """
 
 from __future__ import annotations
@@ -30,17 +37,24 @@ from kvlab.quantization.formats import DTYPE_BYTES, FP8_DTYPES, FP8_MAX, INT8_QM
 
 
 class QuantMode(IntEnum):
-    """How a cache is quantized; the values match vLLM's ``KVQuantMode``."""
+    """How a cache is quantized; values 0-3 match vLLM's ``KVQuantMode``, 4 and 5 are kvlab's own."""
 
     NONE = 0
     FP8_PER_TENSOR = 1
     INT8_PER_TOKEN_HEAD = 2
     FP8_PER_TOKEN_HEAD = 3
+    INT4_PER_TOKEN_HEAD = 4
+    KIVI = 5
 
     @property
     def is_per_token_head(self) -> bool:
-        """True for the two modes with one scale per token per KV head."""
-        return self >= QuantMode.INT8_PER_TOKEN_HEAD
+        """True for vLLM's two 8-bit modes with one fp32 scale per token per KV head."""
+        return self in (QuantMode.INT8_PER_TOKEN_HEAD, QuantMode.FP8_PER_TOKEN_HEAD)
+
+    @property
+    def is_low_bit(self) -> bool:
+        """True for kvlab's packed schemes below 8 bits (not vLLM ``--kv-cache-dtype`` values)."""
+        return self in (QuantMode.INT4_PER_TOKEN_HEAD, QuantMode.KIVI)
 
 
 @dataclass(frozen=True)
@@ -83,14 +97,24 @@ class KVCacheScheme:
             return None
         return -128.0 if self.storage_dtype == torch.int8 else -self.qmax
 
+    @property
+    def is_vllm(self) -> bool:
+        """True for vLLM ``--kv-cache-dtype`` values, False for kvlab's own low-bit schemes."""
+        return not self.mode.is_low_bit
+
+    @property
+    def origin_note(self) -> str:
+        """``""`` for vLLM dtypes; for kvlab schemes the note every output shows next to the name."""
+        return "" if self.is_vllm else "kvlab scheme, not a vLLM --kv-cache-dtype"
+
     def __str__(self) -> str:
         return self.name
 
 
 _UNQUANTIZED_MODEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
-#: Every name :func:`get_scheme` accepts, in the order vLLM's ``CacheDType`` lists them.
-SCHEME_NAMES: tuple[str, ...] = (
+#: vLLM's ``--kv-cache-dtype`` names, in the order its ``CacheDType`` lists them.
+VLLM_SCHEME_NAMES: tuple[str, ...] = (
     "auto",
     "bfloat16",
     "float16",
@@ -100,6 +124,22 @@ SCHEME_NAMES: tuple[str, ...] = (
     "int8_per_token_head",
     "fp8_per_token_head",
 )
+
+#: kvlab's low-bit schemes (not offered by vLLM). ``kivi{4,2}`` use value groups of 32 channels and a
+#: residual of one block; ``_g64``/``_g128`` pick other groups, and :func:`get_scheme` also accepts a
+#: residual suffix ``_r<blocks>`` (``kivi2_g32_r8``).
+KVLAB_SCHEME_NAMES: tuple[str, ...] = (
+    "int4_per_token_head",
+    "kivi4",
+    "kivi2",
+    "kivi4_g64",
+    "kivi4_g128",
+    "kivi2_g64",
+    "kivi2_g128",
+)
+
+#: Every registered scheme name: vLLM's first, then kvlab's.
+SCHEME_NAMES: tuple[str, ...] = VLLM_SCHEME_NAMES + KVLAB_SCHEME_NAMES
 
 
 def _build(name: str, model_dtype: torch.dtype) -> KVCacheScheme:
@@ -114,8 +154,15 @@ def _build(name: str, model_dtype: torch.dtype) -> KVCacheScheme:
         return KVCacheScheme(name, QuantMode.INT8_PER_TOKEN_HEAD, torch.int8, INT8_QMAX)
     if name == "fp8_per_token_head":
         return KVCacheScheme(name, QuantMode.FP8_PER_TOKEN_HEAD, FP8_DTYPES["e4m3"], FP8_MAX["e4m3"], "e4m3")
+    from kvlab.quantization.lowbit_schemes import parse_low_bit_scheme  # it builds on this module
+
+    scheme = parse_low_bit_scheme(name)
+    if scheme is not None:
+        return scheme
     raise ValueError(
-        f"unknown kv_cache_dtype {name!r}; valid names are: {', '.join(SCHEME_NAMES)}"
+        f"unknown kv_cache_dtype {name!r}; valid names are: {', '.join(VLLM_SCHEME_NAMES)} (vLLM) and "
+        f"{', '.join(KVLAB_SCHEME_NAMES)} (kvlab schemes, not in vLLM; kivi names also take a "
+        "residual suffix _r<blocks>, e.g. kivi2_g32_r8)"
     )
 
 

@@ -6,12 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvlab.admission.policies import POLICY_NAMES, AdmissionPolicy, GroupBudget, get_policy
+from kvlab.hardware import GPUProfile
 from kvlab.serving.config import EngineConfig
 from kvlab.simulator.engine import DEFAULT_MAX_STEPS, run_simulation
 from kvlab.simulator.timeline import SimulationResult
 from kvlab.simulator.workload import RequestSpec
 from kvlab.sizing.capacity import KVCachePlan
-from kvlab.sizing.specs import window_of
+from kvlab.sizing.specs import cdiv, window_of
+from kvlab.timing import Efficiencies, StepTimeModel
 from kvlab.validation import require_positive_int
 
 
@@ -39,6 +41,9 @@ class GroupNeed:
         blocks: blocks the gate asks for.
         bytes: ``blocks × bytes per block of the group`` on one GPU.
         pool_blocks: usable blocks of the pool the group draws from.
+        lookahead_blocks: further blocks the request's first step needs for the speculative
+            lookahead slots (``cdiv(N + k, B) - cdiv(N, B)``; 0 without speculation and for state
+            groups, whose speculative pages are already in ``blocks``).
     """
 
     group: int
@@ -49,6 +54,7 @@ class GroupNeed:
     blocks: int
     bytes: int
     pool_blocks: int
+    lookahead_blocks: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class AdmissionNeed:
         total: blocks over all groups.
         total_bytes: bytes those blocks occupy on one GPU.
         pool_blocks: usable blocks over all pools.
+        lookahead_tokens: speculative slots per step (``num_speculative_tokens``).
     """
 
     policy: str
@@ -70,6 +77,12 @@ class AdmissionNeed:
     total: int
     total_bytes: int
     pool_blocks: int
+    lookahead_tokens: int = 0
+
+    @property
+    def total_with_lookahead(self) -> int:
+        """Blocks the gate asks for plus those the first step's lookahead slots take."""
+        return self.total + sum(g.lookahead_blocks for g in self.per_group)
 
     @property
     def fits_empty_pool(self) -> bool:
@@ -107,7 +120,15 @@ def admission_need(
         budget = GroupBudget(
             g.spec, plan.max_model_len, cfg.max_num_batched_tokens, cfg.in_flight_tokens, lagged
         )
-        blocks = pol.required_blocks(budget, prompt_tokens)
+        lookahead = 0
+        if g.kind == "mamba":  # a fixed state page (plus one per speculative token), whatever N
+            blocks = g.spec.max_blocks_per_request(plan.max_model_len, cfg.in_flight_tokens)
+        else:
+            blocks = pol.required_blocks(budget, prompt_tokens)
+            k = cfg.num_lookahead_tokens
+            lookahead = cdiv(min(prompt_tokens + k, plan.max_model_len), g.block_size) - cdiv(
+                prompt_tokens, g.block_size
+            )
         pool = kv.pools[kv.pool_of_group(gid)]
         needs.append(
             GroupNeed(
@@ -119,6 +140,7 @@ def admission_need(
                 blocks,
                 blocks * pool.bytes_per_block,
                 pool.num_blocks - 1,
+                lookahead,
             )
         )
     return AdmissionNeed(
@@ -128,6 +150,7 @@ def admission_need(
         total=sum(n.blocks for n in needs),
         total_bytes=sum(n.bytes for n in needs),
         pool_blocks=sum(p.num_blocks - 1 for p in kv.pools),
+        lookahead_tokens=cfg.num_lookahead_tokens,
     )
 
 
@@ -145,16 +168,31 @@ def simulate(
     max_steps: int = DEFAULT_MAX_STEPS,
     record_blocks: bool = False,
     detail: str = "ids",
+    gpu: str | GPUProfile | None = None,
+    weight_dtype: str = "bf16",
+    efficiencies: Efficiencies | None = None,
+    max_concurrency: int | None = None,
+    progress: bool = False,
 ) -> SimulationResult:
     """Serve ``workload`` under ``config`` (its profile, policy and limits), step by step.
 
     Args:
         config: the configuration.
-        workload: requests (see :mod:`kvlab.simulator.workload`).
+        workload: requests (see :mod:`kvlab.simulator.workload` and :mod:`kvlab.simulator.sessions`).
         max_steps: hard step cap (reported in the summary when reached).
         record_blocks: keep every block's owner/state per step (small runs only).
         detail: ``"ids"`` or ``"counts"`` in the per-step records.
+        gpu: a GPU name or profile: steps then take the time :class:`~kvlab.timing.StepTimeModel`
+            predicts, and ``result.metrics`` holds TTFT, TPOT, throughputs and wall time.
+        weight_dtype: the weights' dtype for the time model (``bf16``, ``fp8``, ``int4``, ``nvfp4``).
+        efficiencies: the time model's efficiencies (default: kvlab's fitted kernels).
+        max_concurrency: most requests in the engine at once (closed loop).
+        progress: show a progress bar on runs longer than a second.
     """
+    timer = None
+    if gpu is not None:
+        model, tp = config.model_kv, config.tensor_parallel_size
+        timer = StepTimeModel(gpu, model, config.kv_cache_dtype, weight_dtype, tp, efficiencies)
     return run_simulation(
         config.build_kv_cache_manager(),
         config.scheduler_config(),
@@ -162,4 +200,7 @@ def simulate(
         max_steps=max_steps,
         record_blocks=record_blocks,
         detail=detail,
+        step_time=timer,
+        max_concurrency=max_concurrency,
+        progress=progress,
     )

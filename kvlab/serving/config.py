@@ -9,14 +9,17 @@ from pathlib import Path
 
 from kvlab.admission.policies import AdmissionPolicy, get_policy
 from kvlab.allocator.kv_cache_manager import KVCacheManager
-from kvlab.models.model import ModelKV
+from kvlab.models.model import KVCacheSpec, ModelKV
 from kvlab.models.presets import get_model
+from kvlab.models.speculative import SpeculativeConfig
 from kvlab.quantization import get_scheme
+from kvlab.sizing.mla_spec import MLA_ELEMENT_BYTES
+from kvlab.sizing.state_spec import MAMBA_CACHE_MODES
 from kvlab.simulator.scheduler import SchedulerConfig
 from kvlab.sizing.capacity import KVCacheConfig, KVCachePlan, plan_kv_cache
 from kvlab.sizing.memory_units import parse_memory
 from kvlab.sizing.profiles import Profile, get_profile
-from kvlab.sizing.specs import AttentionSpec
+from kvlab.sizing.state_unification import HybridBlockChoice
 from kvlab.sizing.window_pools import plan_window_pools
 from kvlab.validation import require_positive_int
 
@@ -41,6 +44,9 @@ class EngineConfig:
         disable_hybrid_kv_cache_manager: promote sliding/chunked layers to full attention.
         num_gpu_blocks_override: blocks in the pool whatever the memory.
         async_scheduling: ``None`` = the profile's default.
+        speculative_config: ``--speculative-config`` (a :class:`~kvlab.models.SpeculativeConfig`, a
+            dict or its JSON): the draft's KV layers, lookahead slots, extra state pages.
+        mamba_cache_mode: state prefix caching of hybrid models: ``"none"``, ``"align"`` or ``"all"``.
     """
 
     model: str | Path | ModelKV
@@ -57,10 +63,17 @@ class EngineConfig:
     disable_hybrid_kv_cache_manager: bool = False
     num_gpu_blocks_override: int | None = None
     async_scheduling: bool | None = None
+    speculative_config: SpeculativeConfig | dict | str | None = None
+    mamba_cache_mode: str = "none"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kv_cache_memory", parse_memory(self.kv_cache_memory, "kv_cache_memory"))
-        get_scheme(self.kv_cache_dtype)
+        if self.speculative_config is not None:
+            object.__setattr__(self, "speculative_config", SpeculativeConfig.parse(self.speculative_config))
+        if self.mamba_cache_mode not in MAMBA_CACHE_MODES:
+            raise ValueError(f"mamba_cache_mode must be one of {', '.join(MAMBA_CACHE_MODES)}; got {self.mamba_cache_mode!r}")
+        if not (self.kv_cache_dtype in MLA_ELEMENT_BYTES and self._has_mla):
+            get_scheme(self.kv_cache_dtype)
         require_positive_int(self.block_size, "block_size")
         require_positive_int(self.max_num_batched_tokens, "max_num_batched_tokens")
         require_positive_int(self.max_num_seqs, "max_num_seqs")
@@ -79,6 +92,15 @@ class EngineConfig:
     def model_kv(self) -> ModelKV:
         """The model's KV facts."""
         return get_model(self.model)
+
+    @property
+    def _has_mla(self) -> bool:
+        return any(layer.kind == "mla" for layer in self.model_kv.layers)
+
+    @property
+    def num_lookahead_tokens(self) -> int:
+        """Speculative slots allocated beyond the verified tokens each step (0 without speculation)."""
+        return self.speculative_config.num_speculative_tokens if self.speculative_config else 0
 
     @property
     def resolved_profile(self) -> Profile:
@@ -104,9 +126,27 @@ class EngineConfig:
             self.max_num_batched_tokens, self.resolved_async_scheduling
         )
 
-    def layer_specs(self) -> dict[str, AttentionSpec]:
-        """``{layer: spec}`` on one GPU."""
-        return self.model_kv.layer_specs(self.block_size, self.kv_cache_dtype, self.tensor_parallel_size)
+    def layer_specs(self) -> dict[str, KVCacheSpec]:
+        """``{layer: spec}`` on one GPU: the model's layers, the draft's, and state pages."""
+        spec = self.speculative_config
+        return self.model_kv.layer_specs(
+            self.block_size,
+            self.kv_cache_dtype,
+            self.tensor_parallel_size,
+            mamba_cache_mode=self.mamba_cache_mode,
+            num_speculative_tokens=self.num_lookahead_tokens,
+            extra_layers=spec.draft_layers(self.model_kv) if spec else (),
+        )
+
+    def hybrid_block_choice(self) -> HybridBlockChoice | None:
+        """For a hybrid state model: the raised block size, the padding and vLLM's lines about them."""
+        return self.model_kv.hybrid_block_choice(
+            self.block_size,
+            self.kv_cache_dtype,
+            self.tensor_parallel_size,
+            mamba_cache_mode=self.mamba_cache_mode,
+            num_speculative_tokens=self.num_lookahead_tokens,
+        )
 
     def replace(self, **changes) -> EngineConfig:
         """A copy with some fields changed (validated again)."""
@@ -125,7 +165,16 @@ class EngineConfig:
         return plan.config
 
     def build_kv_cache_manager(self) -> KVCacheManager:
-        """A fresh :class:`KVCacheManager` for this configuration."""
+        """A fresh :class:`KVCacheManager` for this configuration.
+
+        Raises:
+            ValueError: for hybrid state models (the allocator has no state-page manager yet).
+        """
+        if self.model_kv.state_layers:
+            raise ValueError(
+                f"{self.model_kv.name}: the block allocator and simulator do not manage state (Mamba / "
+                "linear-attention) pages yet; capacity and admission_need size this model"
+            )
         prof = self.resolved_profile
         return KVCacheManager(
             self.kv_cache_config(),
@@ -145,6 +194,7 @@ class EngineConfig:
             max_num_seqs=self.max_num_seqs,
             max_model_len=self.plan().max_model_len,
             async_scheduling=self.resolved_async_scheduling,
+            num_lookahead_tokens=self.num_lookahead_tokens,
         )
 
 
@@ -164,6 +214,8 @@ def _plan(config: EngineConfig) -> KVCachePlan:
         config.tensor_parallel_size,
         config.disable_hybrid_kv_cache_manager,
         config.num_gpu_blocks_override,
+        config.speculative_config,
+        config.mamba_cache_mode,
     )
     plan = _PLANS.get(key)
     if plan is None:

@@ -7,14 +7,22 @@
 * :func:`run_simulation` → :class:`SimulationResult`: a per-step timeline of :class:`StepRecord`
   (queues, events, gate need vs free blocks per admission attempt, blocks per group, optional
   block map) and a :class:`SimulationSummary` with a :class:`StallReport` when the head of the queue
-  can never be admitted.
+  can never be admitted;
+* with a step-time model (``step_time=``, e.g. :class:`kvlab.timing.StepTimeModel`) a clock
+  (:class:`SimClock`): arrivals in seconds, Poisson (:func:`with_poisson_arrivals`), closed loop
+  (``max_concurrency``), multi-turn sessions (:func:`session_workload`), and :class:`RunMetrics`
+  (TTFT, TPOT, ITL, end-to-end, queueing, throughputs, prefix-cache hit rate).
 
 Most users call :func:`kvlab.serving.simulate` with an :class:`~kvlab.serving.EngineConfig` instead.
 """
 
+from kvlab.simulator.arrivals import ArrivalQueue
+from kvlab.simulator.clock import SimClock, StepTimer
 from kvlab.simulator.engine import DEFAULT_MAX_STEPS, run_simulation
+from kvlab.simulator.metrics import Distribution, RequestMetrics, RunMetrics
 from kvlab.simulator.request import SimRequest
 from kvlab.simulator.scheduler import Scheduler, SchedulerConfig
+from kvlab.simulator.sessions import session_workload, steps_to_seconds, with_poisson_arrivals
 from kvlab.simulator.timeline import (
     AdmissionAttempt,
     Rejection,
@@ -35,6 +43,15 @@ from kvlab.simulator.workload import (
 __all__ = [
     "DEFAULT_MAX_STEPS",
     "AdmissionAttempt",
+    "ArrivalQueue",
+    "Distribution",
+    "RequestMetrics",
+    "RunMetrics",
+    "SimClock",
+    "StepTimer",
+    "session_workload",
+    "steps_to_seconds",
+    "with_poisson_arrivals",
     "Rejection",
     "RequestSpec",
     "Scheduler",

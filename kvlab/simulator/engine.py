@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tqdm.auto import tqdm
+
 from kvlab.allocator.kv_cache_manager import KVCacheManager
+from kvlab.simulator.arrivals import ArrivalQueue
+from kvlab.simulator.clock import SimClock, StepTimer
 from kvlab.simulator.request import SimRequest
 from kvlab.simulator.scheduler import Scheduler, SchedulerConfig
 from kvlab.simulator.timeline import SimulationResult, SimulationSummary, StepRecord
@@ -23,16 +27,25 @@ def run_simulation(
     max_steps: int = DEFAULT_MAX_STEPS,
     record_blocks: bool = False,
     detail: str = "ids",
+    step_time: StepTimer | None = None,
+    max_concurrency: int | None = None,
+    progress: bool = False,
 ) -> SimulationResult:
     """Simulate until every request finished or was rejected, a stall is detected, or ``max_steps``.
 
     Args:
         manager: a fresh manager (its pool is used as is).
         scheduler_config: budgets and limits.
-        workload: the requests (any order; they are taken by arrival step).
+        workload: the requests (any order; they are taken by arrival step, or by arrival time).
         max_steps: hard step cap.
         record_blocks: store every block's state after each step (small runs only).
         detail: ``"ids"`` records request ids per step; ``"counts"`` only queue lengths (faster).
+        step_time: a step-time model (``[(new tokens, context), …]`` → seconds, e.g. a
+            :class:`~kvlab.timing.StepTimeModel`); with it requests arrive by ``arrival_time_s``,
+            the clock skips idle gaps, and the result carries :class:`~kvlab.simulator.RunMetrics`.
+        max_concurrency: most requests in the engine at once; the rest wait at the client
+            (closed loop, like ``vllm bench serve --max-concurrency``).
+        progress: show a progress bar (finished requests) once the run takes more than a second.
     """
     require_positive_int(max_steps, "max_steps")
     require_choice(detail, ("ids", "counts"), "detail")
@@ -42,19 +55,39 @@ def run_simulation(
     if len(set(ids)) != len(ids):
         raise ValueError("workload request ids must be unique")
     hash_block_size = manager.coordinator.hash_block_size
-    pending = sorted(workload, key=lambda r: r.arrival_step)
+    arrivals = ArrivalQueue(workload, timed=step_time is not None, max_concurrency=max_concurrency)
+    clock = SimClock(step_time) if step_time is not None else None
     scheduler = Scheduler(manager, scheduler_config)
+    live: dict[str, SimRequest] = {}
     timeline: list[StepRecord] = []
     pool_size = manager.num_usable_blocks
-    next_arrival = 0
     peak_running = peak_blocks = 0
     step = 0
+    bar = tqdm(total=len(workload), disable=not progress, delay=1.0, unit="req", leave=False)
     while step < max_steps:
+        now = clock.now if clock is not None else step
         record = StepRecord(step=step, pool_size=pool_size)
-        while next_arrival < len(pending) and pending[next_arrival].arrival_step <= step:
-            scheduler.add_request(SimRequest(pending[next_arrival], hash_block_size), record)
-            next_arrival += 1
+        in_system = len(scheduler.waiting) + len(scheduler.running)
+        for spec in arrivals.release(now, in_system):
+            live[spec.request_id] = req = SimRequest(spec, hash_block_size)
+            if clock is not None:
+                clock.arrived(spec.request_id)
+            scheduler.add_request(req, record)
+        for rid in record.rejected:
+            arrivals.finished(rid, now)
+        if clock is not None and scheduler.idle and not record.arrived:
+            due = arrivals.next_arrival()
+            if due is None:
+                break
+            clock.now = max(clock.now, due)  # nothing to run until the next arrival
+            continue
         scheduler.step(record)
+        if clock is not None:
+            clock.advance(record, live)
+        for rid in record.finished:
+            arrivals.finished(rid, clock.now if clock is not None else step)
+            del live[rid]
+        bar.update(len(record.finished) + len(record.rejected))
         record.num_running = len(scheduler.running)
         record.num_waiting = len(scheduler.waiting)
         if detail == "ids":
@@ -68,8 +101,9 @@ def run_simulation(
         peak_running = max(peak_running, record.num_running + len(record.finished))
         peak_blocks = max(peak_blocks, sum(record.blocks_in_use))
         step += 1
-        if scheduler.stall is not None or (next_arrival == len(pending) and scheduler.idle):
+        if scheduler.stall is not None or (arrivals.exhausted and scheduler.idle):
             break
+    bar.close()
     finished = len(scheduler.finished_ids)
     rejected = len(scheduler.rejections)
     summary = SimulationSummary(
@@ -90,4 +124,5 @@ def run_simulation(
         finished_ids=scheduler.finished_ids,
         policy=manager.policy.name,
         group_kinds=tuple(g.kind for g in manager.config.groups),
+        metrics=clock.metrics() if clock is not None else None,
     )

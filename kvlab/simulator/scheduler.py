@@ -29,12 +29,15 @@ class SchedulerConfig:
         max_num_seqs: most running requests.
         max_model_len: L (tokens); longer prompts are rejected, outputs stop at L.
         async_scheduling: frees of finished requests lag one step.
+        num_lookahead_tokens: speculative slots allocated beyond the verified tokens at every
+            step (``num_speculative_tokens``; 0 without speculative decoding).
     """
 
     max_num_batched_tokens: int
     max_num_seqs: int
     max_model_len: int
     async_scheduling: bool = False
+    num_lookahead_tokens: int = 0
 
     def __post_init__(self) -> None:
         require_positive_int(self.max_num_batched_tokens, "max_num_batched_tokens")
@@ -106,7 +109,12 @@ class Scheduler:
                 i += 1
                 continue
             in_flight = req.last_scheduled_tokens if cfg.async_scheduling else 0
-            while manager.allocate_slots(req, n, num_in_flight_tokens=in_flight) is None:
+            while (
+                manager.allocate_slots(
+                    req, n, num_lookahead_tokens=cfg.num_lookahead_tokens, num_in_flight_tokens=in_flight
+                )
+                is None
+            ):
                 victim = self.running.pop()
                 if victim is req and not self.running and not self.lagged_frees:
                     self._stall_running_alone(record.step, req, n)
@@ -126,7 +134,14 @@ class Scheduler:
                 req = self.waiting[0]
                 hits, hit_tokens = manager.get_computed_blocks(req)
                 n = min(req.num_tokens - hit_tokens, budget)
-                new = manager.allocate_slots(req, n, hit_tokens, hits, full_sequence_must_fit=True)
+                new = manager.allocate_slots(
+                    req,
+                    n,
+                    hit_tokens,
+                    hits,
+                    full_sequence_must_fit=True,
+                    num_lookahead_tokens=cfg.num_lookahead_tokens,
+                )
                 gate = manager.last_gate
                 record.attempts.append(
                     AdmissionAttempt(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvlab.allocator.kv_cache_manager import BlockState
+from kvlab.simulator.metrics import RunMetrics
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class StepRecord:
         free_blocks: free blocks over all pools after the step.
         pool_size: usable blocks over all pools.
         block_states: every block's owner and state after the step (``record_blocks=True`` only).
+        time_s: clock when the step started (seconds; runs with a step-time model only).
+        duration_s: the step's predicted time (seconds; runs with a step-time model only).
     """
 
     step: int
@@ -88,6 +91,8 @@ class StepRecord:
     free_blocks: int = 0
     pool_size: int = 0
     block_states: list[BlockState] | None = None
+    time_s: float = 0.0
+    duration_s: float = 0.0
 
     @property
     def num_scheduled_tokens(self) -> int:
@@ -122,7 +127,8 @@ class SimulationSummary:
 
 @dataclass
 class SimulationResult:
-    """A run: the per-step timeline, the summary, and the rejected requests with their reasons."""
+    """A run: the per-step timeline, the summary, and the rejected requests with their reasons;
+    with a step-time model, ``metrics`` holds latencies and throughputs (else ``None``)."""
 
     timeline: list[StepRecord]
     summary: SimulationSummary
@@ -130,3 +136,4 @@ class SimulationResult:
     finished_ids: list[str]
     policy: str
     group_kinds: tuple[str, ...]
+    metrics: RunMetrics | None = None

@@ -9,6 +9,7 @@ Trace schema (JSON)::
     {"requests": [
         {"id": "r0",                 # optional string, default "r<index>"
          "arrival_step": 0,          # optional int >= 0, default 0
+         "arrival_time_s": 0.5,      # optional seconds >= 0 (runs with a step-time model)
          "prompt_tokens": 8192,      # int >= 1
          "output_tokens": 256,       # int >= 1
          "shared_prefix": "system",  # optional: requests with the same key share ...
@@ -20,6 +21,7 @@ A bare list of request objects is accepted too.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -45,18 +47,31 @@ class RequestSpec:
         arrival_step: first step at which it can be scheduled.
         prompt: segments of the prompt.
         output_tokens: tokens to generate (the request then finishes).
+        arrival_time_s: arrival in seconds, for runs with a step-time model (``None`` = at 0 s).
+        after: a request that must finish before this one arrives (the previous turn of a session).
+        think_time_s: seconds between ``after`` finishing and this request arriving (timed runs).
     """
 
     request_id: str
     arrival_step: int
     prompt: tuple[Segment, ...]
     output_tokens: int
+    arrival_time_s: float | None = None
+    after: str | None = None
+    think_time_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.request_id, str) or not self.request_id:
             raise ValueError(f"request_id must be a non-empty string, got {self.request_id!r}")
         require_positive_int(self.arrival_step, f"arrival_step of {self.request_id}", minimum=0)
         require_positive_int(self.output_tokens, f"output_tokens of {self.request_id}")
+        for name in ("arrival_time_s", "think_time_s"):
+            value = getattr(self, name)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if value is not None and (not number or not 0 <= value < float("inf")):
+                raise ValueError(
+                    f"{name} of {self.request_id} must be a finite number of seconds >= 0, got {value!r}"
+                )
         if not self.prompt or any(n <= 0 for _, n in self.prompt):
             raise ValueError(f"prompt of {self.request_id} must be non-empty segments of >= 1 token")
 
@@ -200,6 +215,7 @@ def load_trace(path: str | Path) -> list[RequestSpec]:
         unknown = set(entry) - {
             "id",
             "arrival_step",
+            "arrival_time_s",
             "prompt_tokens",
             "output_tokens",
             "shared_prefix",
@@ -215,17 +231,18 @@ def load_trace(path: str | Path) -> list[RequestSpec]:
             raise ValueError(f"{where}: id must be a unique string, got {rid!r}")
         seen.add(rid)
         try:
-            out.append(
-                make_request(
-                    rid,
-                    entry["prompt_tokens"],
-                    entry["output_tokens"],
-                    entry.get("arrival_step", 0),
-                    entry.get("shared_prefix"),
-                    entry.get("shared_prefix_tokens", 0),
-                )
+            spec = make_request(
+                rid,
+                entry["prompt_tokens"],
+                entry["output_tokens"],
+                entry.get("arrival_step", 0),
+                entry.get("shared_prefix"),
+                entry.get("shared_prefix_tokens", 0),
             )
+            if "arrival_time_s" in entry:
+                spec = dataclasses.replace(spec, arrival_time_s=entry["arrival_time_s"])
+            out.append(spec)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
-    out.sort(key=lambda r: r.arrival_step)
+    out.sort(key=lambda r: (r.arrival_step, r.arrival_time_s or 0.0))
     return out

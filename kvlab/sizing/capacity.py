@@ -221,6 +221,12 @@ def plan_kv_cache(
     if not grouping.groups:
         raise ValueError("the model has no attention layers, so it has no KV cache to size")
     per_block = bytes_per_block(grouping)
+    if available_bytes < 2 * per_block and num_gpu_blocks_override is None:
+        raise ValueError(
+            f"{format_gib(available_bytes)} of KV-cache memory holds fewer than 2 blocks of "
+            f"{format_gib(per_block)} (block 0 is the null block, so at least one more is needed). "
+            "Increase the KV-cache memory."
+        )
     fit_bytes = available_bytes - (per_block if prof.reserve_null_block_in_fit else 0)
 
     if max_model_len == -1:

@@ -9,7 +9,7 @@ import kvlab.exercises as exercises
 from kvlab.exercises.catalogue import EXERCISES
 
 from .notebook_cells import exercise_path, load_cells, solution_path
-from .wrong_variants import WRONG_VARIANTS
+from .wrong_variants import RANDOM, WRONG_VARIANTS
 
 CHECKS = [(ex, learner, check) for ex in EXERCISES for learner, check in ex.checks]
 IDS = [f"ex{ex.number:02d}-{learner}" for ex, learner, _ in CHECKS]
@@ -44,7 +44,9 @@ def test_wrong_variant_fails_naming_the_case(check, wrong, label, seed):
     assert not result.passed
     first_line = result.message.splitlines()[0]
     assert first_line.startswith(f"✗ {wrong.__name__} failed on"), result.message
-    if label is not None:
+    if label == RANDOM:  # wrong in general: reported on a random case, not on an edge case
+        assert "failed on case “random case " in first_line, result.message
+    elif label is not None:
         assert f"“{label}”" in first_line, result.message
     assert "inputs:" in result.message and "expected" in result.message, result.message
 

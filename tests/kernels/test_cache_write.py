@@ -17,7 +17,7 @@ import torch
 
 from kvlab.cache import PagedKVCache
 from kvlab.kernels import write_kv_cache
-from kvlab.quantization import SCHEME_NAMES, get_scheme
+from kvlab.quantization import VLLM_SCHEME_NAMES, get_scheme
 from kvlab.quantization.schemes import QuantMode
 
 
@@ -68,7 +68,7 @@ def _on_cpu(*tensors):
 _PER_TENSOR_SCALES = dict(k_scale=0.02, v_scale=0.003)
 
 
-@pytest.mark.parametrize("scheme", SCHEME_NAMES)
+@pytest.mark.parametrize("scheme", VLLM_SCHEME_NAMES)  # low-bit schemes: test_lowbit_kernels.py
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64],
                          ids=["bf16", "fp16", "fp32", "fp64"])
 def test_every_scheme_writes_the_reference_bits(target, scheme, dtype, gen):

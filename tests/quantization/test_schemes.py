@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from kvlab import SCHEME_NAMES, QuantMode, get_scheme
+from kvlab.quantization import VLLM_SCHEME_NAMES
 
 
 def test_every_vllm_name_resolves_with_the_expected_storage():
@@ -15,15 +16,16 @@ def test_every_vllm_name_resolves_with_the_expected_storage():
         "int8_per_token_head": (torch.int8, QuantMode.INT8_PER_TOKEN_HEAD),
         "fp8_per_token_head": (torch.float8_e4m3fn, QuantMode.FP8_PER_TOKEN_HEAD),
     }
-    assert set(SCHEME_NAMES) == set(expected)
+    assert set(VLLM_SCHEME_NAMES) == set(expected)
     for name, (dtype, mode) in expected.items():
         sch = get_scheme(name)
         assert (sch.storage_dtype, sch.mode, sch.name) == (dtype, mode, name)
 
 
 def test_quant_modes_carry_vllms_numbers_and_per_token_head_flag():
-    assert [int(m) for m in QuantMode] == [0, 1, 2, 3]
-    assert [m.is_per_token_head for m in QuantMode] == [False, False, True, True]
+    assert [int(m) for m in QuantMode][:4] == [0, 1, 2, 3]
+    assert [m.is_per_token_head for m in QuantMode] == [False, False, True, True, False, False]
+    assert [m.is_low_bit for m in QuantMode] == [False] * 4 + [True, True]
 
 
 def test_code_ranges():
@@ -40,9 +42,9 @@ def test_auto_follows_the_model_dtype():
 
 def test_unknown_name_lists_valid_names():
     with pytest.raises(ValueError) as err:
-        get_scheme("int4_per_token_head")
+        get_scheme("int3_per_token_head")
     msg = str(err.value)
-    assert "int4_per_token_head" in msg
+    assert "int3_per_token_head" in msg
     assert all(name in msg for name in SCHEME_NAMES)
 
 

@@ -1,0 +1,46 @@
+"""KV-cache memory of a model on a GPU profile: ``gpu_memory_utilization × memory − weights −
+activations`` (see :mod:`kvlab.sizing.gpu_memory` for the estimate and its worked example)."""
+
+from __future__ import annotations
+
+from kvlab.hardware import GPUProfile, get_gpu
+from kvlab.models.model import ModelKV
+from kvlab.sizing.gpu_memory import (
+    GPUMemoryEstimate,
+    estimate_activation_bytes,
+    kv_cache_memory_from_gpu,
+    require_utilization,
+    weight_bytes,
+)
+
+
+def estimate_kv_cache_memory(
+    gpu: str | GPUProfile,
+    model: ModelKV,
+    weight_dtype: str = "bf16",
+    gpu_memory_utilization: float = 0.9,
+    tensor_parallel_size: int = 1,
+    max_num_batched_tokens: int = 8192,
+) -> GPUMemoryEstimate:
+    """The KV-cache memory one GPU of the group has left (an estimate, bytes).
+
+    The hidden size of the activation estimate is taken as query heads × head size.
+
+    Raises:
+        ValueError: an unknown GPU, utilization outside (0, 1], a model without a parameter count,
+            or weights and activations that do not fit (by how much).
+    """
+    profile = get_gpu(gpu)
+    require_utilization(gpu_memory_utilization)
+    if model.num_parameters is None:
+        raise ValueError(
+            f"model {model.name!r} has no parameter count, so its weights cannot be subtracted; add "
+            '"num_parameters" to its config.json or give --kv-cache-memory instead'
+        )
+    hidden = (model.num_attention_heads or 1) * model.layers[0].head_size
+    return kv_cache_memory_from_gpu(
+        profile.memory_bytes,
+        gpu_memory_utilization,
+        weight_bytes(model.num_parameters, weight_dtype, tensor_parallel_size),
+        estimate_activation_bytes(max_num_batched_tokens, hidden, tensor_parallel_size),
+    )

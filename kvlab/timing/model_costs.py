@@ -1,0 +1,115 @@
+"""What one GPU reads and computes for a model: weights, attention shapes, KV bytes per token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvlab.models.model import ModelKV
+from kvlab.sizing.gpu_memory import WEIGHT_COMPUTE_DTYPE, WEIGHT_DTYPES, weight_bytes
+from kvlab.validation import require_choice, require_positive_int
+
+
+@dataclass(frozen=True)
+class LayerGroupCost:
+    """Layers of one shape on one GPU.
+
+    Attributes:
+        num_layers: how many layers.
+        q_heads: query heads per GPU.
+        head_size: K head size (elements); attention FLOPs use it for QK and PV.
+        kv_bytes_per_token: K, V and scales of one token in one layer (bytes).
+        window: the keys a query sees at most (sliding window or local chunk), ``None`` = all.
+    """
+
+    num_layers: int
+    q_heads: int
+    head_size: int
+    kv_bytes_per_token: int
+    window: int | None
+
+    def keys_attended(self, context: int, new_tokens: int) -> int:
+        """Sum over the ``new_tokens`` queries after ``context`` cached tokens of the keys each one
+        sees (causal, itself included): ``Σ_{i=1..n} min(c + i, W)``."""
+        c, n, w = context, new_tokens, self.window
+        if w is None or c + n <= w:
+            return n * c + n * (n + 1) // 2
+        if c >= w:
+            return n * w
+        below = w - c  # queries c+1 .. w see fewer than w keys
+        return below * c + below * (below + 1) // 2 + (n - below) * w
+
+
+@dataclass(frozen=True)
+class ModelCosts:
+    """A model on one GPU of a tensor-parallel group.
+
+    Attributes:
+        name: the model.
+        active_parameters: weights one token runs through, per GPU.
+        total_parameters: all weights, per GPU.
+        weight_bytes: bytes of all weights, per GPU.
+        weight_dtype: ``--weight-dtype``.
+        compute_dtype: the tensor-core format of the weight GEMMs.
+        kv_cache_dtype: the KV scheme.
+        groups: the attention layers, grouped by shape.
+    """
+
+    name: str
+    active_parameters: int
+    total_parameters: int
+    weight_bytes: int
+    weight_dtype: str
+    compute_dtype: str
+    kv_cache_dtype: str
+    groups: tuple[LayerGroupCost, ...]
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """KV bytes of one token over all layers of this GPU."""
+        return sum(g.num_layers * g.kv_bytes_per_token for g in self.groups)
+
+    @classmethod
+    def from_model(
+        cls,
+        model: ModelKV,
+        kv_cache_dtype: str = "auto",
+        weight_dtype: str = "bf16",
+        tensor_parallel_size: int = 1,
+    ) -> ModelCosts:
+        """Costs of ``model`` with this KV scheme and weight dtype on one of ``tensor_parallel_size`` GPUs.
+
+        Raises:
+            ValueError: the model lacks ``num_parameters`` or ``num_attention_heads`` (a
+                ``config.json`` can add ``num_parameters`` / ``num_active_parameters``).
+        """
+        require_choice(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
+        require_positive_int(tensor_parallel_size, "tensor_parallel_size")
+        if model.num_parameters is None:
+            raise ValueError(
+                f'model {model.name!r} has no parameter count; add "num_parameters" (and, for '
+                'mixture-of-experts models, "num_active_parameters") to its config.json'
+            )
+        if model.num_attention_heads is None:
+            raise ValueError(f"model {model.name!r} has no num_attention_heads (needed for attention FLOPs)")
+        tp = tensor_parallel_size
+        active = model.num_active_parameters or model.num_parameters
+        q_heads = max(1, model.num_attention_heads // tp)
+        shapes: dict[tuple[int, int, int | None], int] = {}
+        for layer in model.layers:
+            spec = layer.spec(1, kv_cache_dtype, model.dtype, tp)
+            window = layer.sliding_window if layer.kind == "sliding_window" else layer.attention_chunk_size
+            key = (layer.head_size, spec.real_page_size_bytes, window)
+            shapes[key] = shapes.get(key, 0) + 1
+        groups = tuple(
+            LayerGroupCost(n, q_heads, head, bpt, window) for (head, bpt, window), n in shapes.items()
+        )
+        return cls(
+            name=model.name,
+            active_parameters=active // tp,
+            total_parameters=model.num_parameters // tp,
+            weight_bytes=weight_bytes(model.num_parameters, weight_dtype, tp),
+            weight_dtype=weight_dtype,
+            compute_dtype=WEIGHT_COMPUTE_DTYPE[weight_dtype],
+            kv_cache_dtype=kv_cache_dtype,
+            groups=groups,
+        )
