@@ -31,6 +31,14 @@ fp8 in bf16/fp16. Per-tensor fp8 has one number per tensor, so it factors out of
 joins ``σ`` and ``v_scale`` multiplies the result. (vLLM instead dequantizes each tile to the query
 dtype, ``r(K̂ · k_scale)``, which adds one rounding that the factoring avoids.)
 
+**Masks only where needed.** Tiles that lie wholly at or before a program's first query position
+(no window) are visible to every row: they run without any mask (see
+:mod:`kvlab.kernels.attention_tile`); only the diagonal tiles, window edges and decodes are masked.
+
+**Query and cache in different 16-bit types.** An fp16 cache read by bf16 queries runs fp16 dots: the
+query is scaled by a power of two into fp16's range, exactly, and the power goes back into the
+softmax scale (see ``_dot_types``).
+
 **Online softmax** in fp32, base 2 (``exp2`` with ``log2 e`` folded into the scale), with the
 usual guard for rows that have seen no key yet (their max is −inf; subtracting it would give NaN).
 
