@@ -23,25 +23,15 @@ changes is how a K or V tile comes out of memory:
    masked, so only one of them touches memory for any key).
 
 Reading a never-written slot reads NaN scales (the cache is poisoned at allocation), so it shows.
+The host side (checks, launch shape, split-K workspace) is :mod:`kvlab.kernels.lowbit_attention_call`.
 """
 
 from __future__ import annotations
 
 import math
-from functools import cache
 
-import torch
-
-from kvlab.cache.batch import AttentionBatch
-from kvlab.cache.lowbit_cache import LowBitPagedCache
-from kvlab.kernels.devices import require_kernel_device
-from kvlab.kernels.dtypes import triton_dtype
-from kvlab.kernels.launch_config import MAX_HEAD_SIZE, MAX_SPLITS, choose_num_splits, next_pow2
 from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32, to_storage
-from kvlab.kernels.runtime import INTERPRET, tl, triton
-from kvlab.kernels.split_reduce import launch_split_reduce
-from kvlab.reference.attention import check_attention_options, check_paged_inputs
-from kvlab.validation import require_positive_int
+from kvlab.kernels.runtime import tl, triton
 
 LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
 
@@ -58,7 +48,7 @@ def _codes(byte_ptr, rows, mask, BITS: tl.constexpr, P: tl.constexpr, DP: tl.con
 
 
 @triton.jit
-def _lowbit_attention_kernel(
+def lowbit_attention_kernel(
     out_ptr, part_acc_ptr, part_stat_ptr,
     q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
     block_table_ptr, query_start_ptr, seq_lens_ptr, prog_seq_ptr, prog_qblock_ptr,
@@ -180,113 +170,3 @@ def _lowbit_attention_kernel(
         tl.store(part_acc_ptr + row[:, None] * DV + dv[None, :], acc, mask=row_valid[:, None] & (dv < DV)[None, :])
         tl.store(part_stat_ptr + row * 2, m_i, mask=row_valid)
         tl.store(part_stat_ptr + row * 2 + 1, l_i, mask=row_valid)
-
-
-@cache
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def _programs(batch: AttentionBatch, block_q: int) -> tuple[list[int], list[int]]:
-    """(sequence, query block) of every program, from the batch's host-side lengths."""
-    seqs, blocks = [], []
-    for i, q in enumerate(batch.query_lens):
-        for b in range(-(-q // block_q)):
-            seqs.append(i)
-            blocks.append(b)
-    return seqs, blocks
-
-
-def lowbit_paged_attention(
-    query: torch.Tensor,
-    cache: LowBitPagedCache,
-    batch: AttentionBatch,
-    *,
-    scale: float | None = None,
-    sliding_window: int | None = None,
-    softcap: float | None = None,
-    out: torch.Tensor | None = None,
-    num_splits: int | None = None,
-    tile_n: int | None = None,
-) -> torch.Tensor:
-    """Causal paged attention over a low-bit cache (Triton), prefill chunks and decodes in one call.
-
-    Args:
-        query: ``[num_tokens, num_q_heads, head_size]`` float16/bfloat16/float32, packed by sequence.
-        cache: an ``int4_per_token_head`` or KIVI cache.
-        batch: query offsets, sequence lengths (new tokens included) and block tables.
-        scale: softmax scale, default ``1 / sqrt(head_size)``.
-        sliding_window, softcap: as :func:`kvlab.attention`.
-        out: optional ``[num_tokens, num_q_heads, head_size_v]`` output in the query dtype.
-        num_splits: split-K segments (default: chosen from the grid and the GPU; 1 in the interpreter).
-        tile_n: keys per loop step, a power of two >= 16 and a multiple of the block size (default
-            the larger of the block size and 16 in the interpreter, 64 compiled).
-
-    Returns:
-        ``[num_tokens, num_q_heads, head_size_v]`` in the query dtype.
-    """
-    require_kernel_device(query=query, cache=cache.key_codes, block_table=batch.block_table, out=out)
-    check_paged_inputs(query, cache, batch)
-    num_tokens, num_q_heads, head_size = query.shape
-    nkv, hv = cache.num_kv_heads, cache.head_size_v
-    check_attention_options(num_q_heads, nkv, sliding_window, softcap)
-    if query.dtype not in (torch.float16, torch.bfloat16, torch.float32):
-        raise ValueError(f"query must be float16, bfloat16 or float32 for the Triton kernel, got {query.dtype}")
-    if max(head_size, hv) > MAX_HEAD_SIZE:
-        raise ValueError(f"head sizes up to {MAX_HEAD_SIZE} are supported, got {head_size} and {hv}")
-    sigma = head_size**-0.5 if scale is None else float(scale)
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
-    bs = cache.block_size
-    tile = max(bs, 16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
-    if tile & (tile - 1) or tile % bs:
-        raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
-    out_shape = (num_tokens, num_q_heads, hv)
-    if out is None:
-        out = torch.empty(out_shape, dtype=query.dtype, device=query.device)
-    elif tuple(out.shape) != out_shape or out.dtype != query.dtype or out.stride(-1) != 1:
-        raise ValueError(f"out must be a {query.dtype} tensor of shape {out_shape} with unit last stride")
-    if num_tokens == 0:
-        return out
-    query = query if query.stride(-1) == 1 else query.contiguous()
-
-    group = num_q_heads // nkv
-    block_q = 1 if batch.max_query_len <= 1 else max(1, (16 if INTERPRET else 64) // group)
-    block_m = max(16, next_pow2(block_q * group))
-    seqs, qblocks = _programs(batch, block_q)
-    if num_splits is None:
-        num_sms = None if INTERPRET else _num_sms(query.device.index or 0)
-        num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms)
-    require_positive_int(num_splits, "num_splits")
-    if num_splits > MAX_SPLITS:
-        raise ValueError(f"num_splits must be <= {MAX_SPLITS}, got {num_splits}")
-    part_acc = part_stat = out
-    if num_splits > 1:
-        part_acc = torch.empty((num_tokens, num_q_heads, num_splits, hv), dtype=torch.float32, device=out.device)
-        part_stat = torch.empty((num_tokens, num_q_heads, num_splits, 2), dtype=torch.float32, device=out.device)
-    dot_dtype = query.dtype
-    sch = cache.scheme
-    kivi = cache.is_kivi
-    dummy = cache.key_scale
-    dev = query.device
-    _lowbit_attention_kernel[(len(seqs) * nkv, num_splits)](
-        out, part_acc, part_stat,
-        query, cache.key_codes, cache.value_codes, cache.key_scale, cache.value_scale,
-        cache.key_zero if kivi else dummy, cache.value_zero if kivi else dummy,
-        cache.residual_key if kivi else dummy, cache.residual_value if kivi else dummy,
-        cache.residual_page if kivi else dummy,
-        batch.block_table, batch.query_start_loc, batch.seq_lens,
-        torch.tensor(seqs, dtype=torch.int32, device=dev), torch.tensor(qblocks, dtype=torch.int32, device=dev),
-        num_splits, sigma, float(softcap or 1.0), int(sliding_window or 1),
-        query.stride(0), query.stride(1), out.stride(0), out.stride(1), batch.block_table.stride(0),
-        NUM_KV_HEADS=nkv, GROUP=group, D=head_size, D_PAD=max(16, next_pow2(head_size)), DV=hv,
-        DV_PAD=max(16, next_pow2(hv)), BITS=sch.bits, P=sch.codes_per_byte, G=sch.group_size or 16, KIVI=kivi,
-        BLOCK_SIZE=cache.block_size, TILE_N=tile, BLOCK_M=block_m, BLOCK_Q=block_q,
-        DOT_DTYPE=triton_dtype(dot_dtype), OUT_DTYPE=triton_dtype(query.dtype),
-        DOT_PRECISION="ieee" if dot_dtype == torch.float32 else "tf32",
-        USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
-        INTERPRET_=INTERPRET,
-    )
-    if num_splits > 1:
-        launch_split_reduce(out, part_acc, part_stat, 1.0, triton_dtype(query.dtype))
-    return out

@@ -48,7 +48,7 @@ def attention(
             query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap
         )
     if cache.scheme.mode.is_low_bit:  # kvlab's packed schemes have their own kernel
-        from kvlab.kernels.lowbit_attention import lowbit_paged_attention
+        from kvlab.kernels.lowbit_attention_call import lowbit_paged_attention
 
         return lowbit_paged_attention(query, cache, batch, scale=scale, sliding_window=sliding_window,
                                       softcap=softcap)

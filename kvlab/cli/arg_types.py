@@ -20,4 +20,3 @@ def max_model_len(text: str) -> int:
     if text.strip().lower() == "auto":
         return -1
     return token_count(text)
-

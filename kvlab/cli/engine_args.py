@@ -49,7 +49,8 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
         "to the longest that fits (with a note) when the KV-cache memory cannot hold it",
     )
     p.add_argument(
-        "--max-num-batched-tokens", type=token_count, default=8192, help="token budget per step (default 8192)"
+        "--max-num-batched-tokens", type=token_count, default=8192,
+        help="token budget per step (default 8192)",
     )
     p.add_argument("--max-num-seqs", type=int, default=256, help="most running requests (default 256)")
     p.add_argument(

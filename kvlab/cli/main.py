@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kvlab.cli.simulate",
     "kvlab.cli.gpus",
     "kvlab.cli.bench",
+    "kvlab.cli.grade",
 )
 
 

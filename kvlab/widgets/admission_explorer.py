@@ -35,6 +35,7 @@ from kvlab.serving import EngineConfig, capacity, simulate
 from kvlab.simulator import SimulationResult
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
+from kvlab.widgets.stale import NumberPanel
 
 GIB = 2**30
 WINDOWS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -140,8 +141,8 @@ def build_admission_explorer(
         labelled(w)
     figures = {"timeline": empty_figure_widget(470), "blocks": empty_figure_widget(430),
                "gate": empty_figure_widget(430)}
-    banners = widgets.HTML()
-    workload_note = widgets.HTML()
+    banners = NumberPanel()
+    workload_note = NumberPanel()
 
     def render():
         v = {name: w.value for name, w in c.items()}
@@ -188,7 +189,8 @@ def build_admission_explorer(
                                 title="Admission gate: blocks asked vs blocks free at each attempt"),
         }
 
-    explorer = Explorer(c, figures, render, debounce_s=debounce_s)
+    explorer = Explorer(c, figures, render, panels={"banners": banners, "workload": workload_note},
+                        debounce_s=debounce_s)
     explorer.banners = banners
     explorer.results = {}
     explorer.ui = widgets.VBox([

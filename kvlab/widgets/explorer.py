@@ -6,7 +6,9 @@ benchmarks) and read ``explorer.figures[name]``. Each control change triggers
 :meth:`Explorer.update` through a :class:`~kvlab.widgets.debounce.Debouncer`; the update recomputes
 with the library, rebuilds the figures with :mod:`kvlab.plots` and copies them into the
 ``FigureWidget`` objects in one batched message. Any error is shown in the status line, never as a
-traceback, and the figures keep their last valid state.
+traceback. When an update fails, every figure and panel of numbers it did not refresh for the
+settings on screen is marked as not current (:mod:`kvlab.widgets.stale`): a stale view never reads
+as the answer.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import plotly.graph_objects as go
 
 from kvlab.widgets.debounce import Debouncer
 from kvlab.widgets.figure_sync import sync_figure
+from kvlab.widgets.stale import clear_panel, mark_figure_stale
 from kvlab.widgets.status import StatusLine
 
 log = logging.getLogger(__name__)
@@ -33,7 +36,10 @@ class Explorer:
         figures: the ``FigureWidget`` objects by name.
         status: the status line (``status.level`` and ``status.message`` for tests).
         debouncer: coalesces bursts of control changes.
+        panels: HTML panels of numbers by name (:class:`~kvlab.widgets.stale.NumberPanel`, so that a
+            write of an unchanged value still counts as a refresh).
         last_error: the message of the last failed update, or ``None`` after a good one.
+        stale: names of the figures and panels now marked as not current.
         updates: how many updates ran.
     """
 
@@ -43,10 +49,14 @@ class Explorer:
         figures: dict[str, go.FigureWidget],
         render: Callable[[], dict[str, go.Figure] | None],
         *,
+        panels: dict[str, widgets.HTML] | None = None,
         debounce_s: float = 0.15,
     ) -> None:
         self.controls = controls
         self.figures = figures
+        self.panels = dict(panels or {})
+        self.stale: set[str] = set()
+        self._current: set[str] = set()
         self.status = StatusLine()
         self._render = render
         self.debouncer = Debouncer(self.update, debounce_s)
@@ -68,12 +78,14 @@ class Explorer:
         Renderers call this to skip figures a control change does not affect.
         """
         if figure in self._inputs and self._inputs[figure] == inputs:
+            self._current.add(figure)  # what it shows is still the answer for these settings
             return False
         self._inputs[figure] = inputs
         return True
 
     def fail(self, message: str) -> None:
-        """Report an invalid combination from inside a renderer (figures it still returns are drawn)."""
+        """Report an invalid combination from inside a renderer (figures it still returns are drawn,
+        the others are marked as not current when the update ends)."""
         self.last_error = message
         self.status.error(message)
 
@@ -81,10 +93,13 @@ class Explorer:
         """Recompute and redraw now from the current control values."""
         self.updates += 1
         self.last_error = None
+        self._current = set()
+        writes = {name: getattr(panel, "writes", None) for name, panel in self.panels.items()}
         try:
             new_figures = self._render() or {}
             for name, fig in new_figures.items():
                 sync_figure(self.figures[name], fig)
+                self._current.add(name)
         except (ValueError, RuntimeError, KeyError) as exc:
             self._inputs.clear()
             self.last_error = str(exc)
@@ -94,6 +109,25 @@ class Explorer:
             self._inputs.clear()
             self.last_error = f"{type(exc).__name__}: {exc}"
             self.status.error(f"unexpected {type(exc).__name__}: {exc}")
+        self._mark_views(writes)
+
+    def _mark_views(self, writes: dict[str, int | None]) -> None:
+        """After an update: views it refreshed are current; after a failed one, mark the others."""
+        refreshed = set(self._current)
+        refreshed |= {name for name, panel in self.panels.items()
+                      if writes[name] is not None and getattr(panel, "writes", None) != writes[name]}
+        self.stale -= refreshed
+        if self.last_error is None:
+            return
+        for name, fig in self.figures.items():
+            if name not in refreshed and fig.data:
+                mark_figure_stale(fig)
+                self._inputs.pop(name, None)  # redraw it as soon as the settings work again
+                self.stale.add(name)
+        for name, panel in self.panels.items():
+            if name not in refreshed and panel.value:
+                clear_panel(panel)
+                self.stale.add(name)
 
     def refresh(self) -> None:
         """Run any scheduled update now (figures are current when it returns)."""

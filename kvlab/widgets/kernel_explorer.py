@@ -77,9 +77,10 @@ def build_kernel_explorer(
         "query_len": widgets.Dropdown(options=[("decode: 1", 1), ("prefill: 8", 8), ("prefill: 32", 32)],
                                       value=query_len, description="new tok/seq"),
         "head_size": widgets.Dropdown(options=[64, 128], value=64, description="head size"),
-        "sliding_window": widgets.Dropdown(options=[("none", None), ("16", 16), ("32", 32), ("64", 64)],
-                                           value=None, description="window (tok)"),
-        "softcap": widgets.Dropdown(options=[("none", None), ("30", 30.0)], value=None,
+        # 0 stands for "none": ipywidgets reads a None value as "nothing selected" and shows a blank
+        "sliding_window": widgets.Dropdown(options=[("none", 0), ("16", 16), ("32", 32), ("64", 64)],
+                                           value=0, description="window (tok)"),
+        "softcap": widgets.Dropdown(options=[("none", 0.0), ("30", 30.0)], value=0.0,
                                     description="softcap"),
         "outliers": widgets.Checkbox(value=False, description="outlier K/V (RoPE)"),
     }
@@ -96,7 +97,7 @@ def build_kernel_explorer(
     def current_case() -> KernelCase:
         return KernelCase(scheme=c["scheme"].value, context=c["context"].value, num_seqs=c["num_seqs"].value,
                           query_len=c["query_len"].value, head_size=c["head_size"].value,
-                          sliding_window=c["sliding_window"].value, softcap=c["softcap"].value,
+                          sliding_window=c["sliding_window"].value or None, softcap=c["softcap"].value or None,
                           outliers=c["outliers"].value)
 
     def render():

@@ -26,6 +26,7 @@ from kvlab.quantization import SCHEME_NAMES
 from kvlab.serving import EngineConfig, capacity
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
+from kvlab.widgets.stale import NumberPanel
 
 GIB = 2**30
 #: ``max_model_len`` choices (tokens).
@@ -86,7 +87,7 @@ def build_memory_explorer(
             labelled(w)
     figures = {"bytes": empty_figure_widget(340), "memory": empty_figure_widget(260),
                "concurrency": empty_figure_widget(340)}
-    summary = widgets.HTML()
+    summary = NumberPanel()
 
     def on_upload(change) -> None:
         files = change["new"]
@@ -192,7 +193,7 @@ def build_memory_explorer(
             explorer.status.ok(message)
         return figs
 
-    explorer = Explorer(c, figures, render, debounce_s=debounce_s)
+    explorer = Explorer(c, figures, render, panels={"summary": summary}, debounce_s=debounce_s)
     explorer.summary = summary
     c["upload"].unobserve(explorer.debouncer, names="value")
     c["upload"].observe(on_upload, names="value")

@@ -25,6 +25,7 @@ from kvlab.simulator import SimulationResult
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.admission_explorer import stall_banner
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
+from kvlab.widgets.stale import NumberPanel
 
 GIB = 2**30
 #: The KV dtypes compared (one per distinct storage cost).
@@ -73,7 +74,7 @@ def build_serving_dashboard(
         labelled(w)
     figures = {"dtypes": empty_figure_widget(320), "queues": empty_figure_widget(300),
                "pool": empty_figure_widget(300)}
-    summary = widgets.HTML()
+    summary = NumberPanel()
 
     def config(dtype: str) -> EngineConfig:
         return EngineConfig(
@@ -124,7 +125,7 @@ def build_serving_dashboard(
             explorer.status.ok(message)
         return figs
 
-    explorer = Explorer(c, figures, render, debounce_s=debounce_s)
+    explorer = Explorer(c, figures, render, panels={"summary": summary}, debounce_s=debounce_s)
     explorer.summary = summary
     explorer.result = None
     explorer.ui = widgets.VBox([

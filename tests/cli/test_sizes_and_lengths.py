@@ -32,7 +32,8 @@ def test_capacity_with_only_a_model_succeeds_and_says_what_it_shortened(capsys):
 
 
 def test_capacity_default_keeps_the_full_context_when_it_fits(capsys):
-    code, out, err = run(capsys, ["capacity", "--model", "llama-3.1-8b", "--kv-cache-memory", "17GiB", "--json"])
+    argv = ["capacity", "--model", "llama-3.1-8b", "--kv-cache-memory", "17GiB", "--json"]
+    code, out, err = run(capsys, argv)
     assert code == 0, err
     assert json.loads(out)["max_model_len"] == 131_072
     assert err == ""

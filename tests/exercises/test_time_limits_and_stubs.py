@@ -52,8 +52,8 @@ def test_a_loop_that_catches_exception_is_still_stopped(short_limit):
         while True:
             try:
                 time.sleep(0.01)
-            except Exception:  # a learner's catch-all must not swallow the time limit
-                pass
+            except Exception:  # noqa: SIM105 - a learner's catch-all must not swallow the time limit
+                continue
 
     result = run_check("stubborn", [Case("one", {"x": 1}, edge=True)],
                        function_trial(stubborn, _double, lambda e, g: same_int(e, g, "f(x)")), verified="-")
@@ -86,7 +86,8 @@ def test_an_interrupt_is_reported_without_a_traceback():
         raise KeyboardInterrupt
 
     result = run_check("interrupted", [Case("one", {"x": 1}, edge=True)],
-                       function_trial(interrupted, _double, lambda e, g: same_int(e, g, "f(x)")), verified="-")
+                       function_trial(interrupted, _double, lambda e, g: same_int(e, g, "f(x)")),
+                       verified="-")
     assert result.status == "interrupted" and "interrupted while your function ran" in result.message
     assert "Traceback" not in result.message and "KeyboardInterrupt" not in result.message
 

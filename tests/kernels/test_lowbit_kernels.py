@@ -20,7 +20,7 @@ import torch
 
 import kvlab
 from kvlab import AttentionBatch, PagedKVCache, build_paged_example, relative_error
-from kvlab.kernels.lowbit_attention import lowbit_paged_attention
+from kvlab.kernels.lowbit_attention_call import lowbit_paged_attention
 from kvlab.kernels.lowbit_cache_write import write_lowbit_cache
 from kvlab.quantization import get_scheme
 from kvlab.reference import reference_attention

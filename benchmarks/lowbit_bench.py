@@ -1,0 +1,149 @@
+"""GPU benchmark of kvlab's low-bit schemes against kvlab's bf16 path, in the CSV columns of `kvlab bench`.
+
+Decode at B = 1 and B = 64 sequences of L = 32,768 tokens, and one prefill chunk of 2,048 tokens over
+an 8,192-token context (32 query heads, 8 KV heads, head 128, block 16, bf16 queries, N(0, 1) K/V).
+Every scheme is timed on the same inputs in the same run (CUDA-graph replays, inputs rotated past the
+L2), and its error against float64 attention on the unquantized K/V is recorded.
+
+The targets it checks (printed, and written to ``lowbit_targets_<device>.csv``):
+
+* decode B=64: speed-up over bf16 >= 85% of the byte ratio ``bf16 bytes / scheme bytes`` (the bytes
+  of :mod:`kvlab.bench.traffic`, scales and zero points included);
+* decode B=1: >= 60% of the measured copy bandwidth;
+* prefill: time <= 1.3 × bf16's.
+
+Usage (needs an NVIDIA GPU): ``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR]``.
+Writes ``lowbit_<device>.csv`` and ``lowbit_targets_<device>.csv`` to DIR (default benchmarks/results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+
+import torch
+
+from kvlab.bench.measure import copy_bandwidths_gbps, rotation_sets, time_graph_us
+from kvlab.bench.results import BenchRow, format_table, write_csv
+from kvlab.bench.traffic import attention_bytes
+from kvlab.bench.workloads import DenseKV, paged_copies, random_kv, truth
+from kvlab.cache.batch import AttentionBatch, cdiv
+from kvlab.cache.lowbit_cache import LowBitPagedCache
+from kvlab.reference.metrics import relative_error
+
+SCHEMES = ("bfloat16", "int4_per_token_head", "kivi4", "kivi2")
+HQ, HKV, D, BS = 32, 8, 128, 16
+CASES = (("decode", 1, 32768, 1), ("decode", 64, 32768, 1), ("prefill", 1, 8192, 2048))
+
+
+def lowbit_copies(scheme: str, kv: DenseKV, query_len: int, sets: int, gen: torch.Generator):
+    """``sets`` copies of ``kv`` in one low-bit cache over shuffled blocks (Triton writer), one batch each."""
+    from kvlab.kernels.lowbit_cache_write import write_lowbit_cache
+
+    per_seq = cdiv(kv.context, BS)
+    total = sets * kv.batch * per_seq + 1
+    order = torch.randperm(total, generator=gen, device="cuda").to(torch.int32)
+    cache = LowBitPagedCache.allocate(scheme, total, BS, HKV, D, device="cuda", residual_pages=per_seq + 1)
+    pos = torch.arange(kv.context, device="cuda")
+    batches = []
+    for s in range(sets):
+        ids = order[s * kv.batch * per_seq:(s + 1) * kv.batch * per_seq].view(kv.batch, per_seq)
+        table = torch.cat([ids, order[-1:].expand(kv.batch, 1)], dim=1).contiguous()
+        for b in range(kv.batch):
+            k, v = kv.sequence(b)
+            write_lowbit_cache(cache, k, v, table[b, pos // BS].long() * BS + pos % BS)
+        batches.append(AttentionBatch.from_lengths([query_len] * kv.batch, [kv.context] * kv.batch, table))
+    return cache, batches
+
+
+def calls_for(scheme: str, kv: DenseKV, queries: list[torch.Tensor], query_len: int, gen: torch.Generator):
+    if scheme in ("bfloat16", "int8_per_token_head"):
+        from kvlab.kernels.attention import prepare_paged_attention
+
+        paged = paged_copies(scheme, kv, query_len=query_len, block_size=BS, sets=len(queries), gen=gen)
+        calls = [prepare_paged_attention(q, paged.cache, b) for q, b in zip(queries, paged.batches, strict=True)]
+        return calls, (paged,), lambda c: c.tiling.num_splits
+    from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention
+
+    cache, batches = lowbit_copies(scheme, kv, query_len, len(queries), gen)
+    calls = [prepare_lowbit_attention(q, cache, b) for q, b in zip(queries, batches, strict=True)]
+    return calls, (cache,), lambda c: c.num_splits
+
+
+def run(out_dir: str, repeats: int) -> None:
+    import triton
+
+    ways = copy_bandwidths_gbps()
+    copy_bw = max(ways.values())
+    device = torch.cuda.get_device_name()
+    print(f"{device}: copy bandwidth {copy_bw:.0f} GB/s (read + written)")
+    rows: list[BenchRow] = []
+    for kind, batch, context, qlen in CASES:
+        gen = torch.Generator(device="cuda").manual_seed(batch * 7 + context + qlen)
+        kv = random_kv(batch, context, HKV, D, torch.bfloat16, gen)
+        smallest = attention_bytes("kivi2", batch=batch, context=context, query_len=qlen, num_q_heads=HQ,
+                                   num_kv_heads=HKV, head_size=D, block_size=BS)
+        sets = rotation_sets(smallest, 4, cap=8)
+        queries = [torch.randn(batch * qlen, HQ, D, generator=gen, device="cuda").to(torch.bfloat16)
+                   for _ in range(sets)]
+        meta = AttentionBatch.from_lengths([qlen] * batch, [context] * batch,
+                                           torch.zeros(batch, 1, dtype=torch.int32, device="cuda"))
+        want = truth(queries[0], kv, meta)
+        for scheme in SCHEMES:
+            calls, keep, splits = calls_for(scheme, kv, queries, qlen, gen)
+            us = time_graph_us([c.run for c in calls], repeats)
+            err = relative_error(calls[0].run(), want)
+            nbytes = attention_bytes(scheme, batch=batch, context=context, query_len=qlen, num_q_heads=HQ,
+                                     num_kv_heads=HKV, head_size=D, block_size=BS)
+            gbps = nbytes / us / 1e3
+            rows.append(BenchRow(scheme=scheme, batch=batch, context=context, kind=kind, query_len=qlen,
+                                 median_us=round(us, 2), bytes=nbytes, gbps=round(gbps, 1),
+                                 pct_copy_bw=round(100 * gbps / copy_bw, 1), rel_err_truth=float(f"{err:.3e}"),
+                                 device=device, copy_bw_gbps=round(copy_bw, 1), num_splits=splits(calls[0]),
+                                 backend="kvlab-triton", triton=triton.__version__, torch=torch.__version__))
+            print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+            del calls, keep
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        del kv, queries, want
+        torch.cuda.empty_cache()
+    stem = "".join(ch if ch.isalnum() else "_" for ch in device).strip("_")
+    write_csv(rows, os.path.join(out_dir, f"lowbit_{stem}.csv"))
+    targets = target_rows(rows)
+    with open(os.path.join(out_dir, f"lowbit_targets_{stem}.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(targets[0]))
+        w.writeheader()
+        w.writerows(targets)
+    print(format_table(rows))
+    for t in targets:
+        print(t)
+
+
+def target_rows(rows: list[BenchRow]) -> list[dict]:
+    """The issue's three targets per low-bit scheme, measured value against the bar."""
+    by = {(r.kind, r.batch, r.scheme): r for r in rows}
+    out = []
+    for scheme in SCHEMES[1:]:
+        d64, b64 = by[("decode", 64, scheme)], by[("decode", 64, "bfloat16")]
+        ratio = b64.bytes / d64.bytes
+        speedup = b64.median_us / d64.median_us
+        out.append(dict(scheme=scheme, target="decode B=64 L=32k speed-up >= 85% of byte ratio",
+                        measured=round(speedup, 3), bar=round(0.85 * ratio, 3), byte_ratio=round(ratio, 3),
+                        met=speedup >= 0.85 * ratio))
+        d1 = by[("decode", 1, scheme)]
+        out.append(dict(scheme=scheme, target="decode B=1 L=32k >= 60% of copy bandwidth",
+                        measured=d1.pct_copy_bw, bar=60.0, byte_ratio="", met=d1.pct_copy_bw >= 60.0))
+        p, pb = by[("prefill", 1, scheme)], by[("prefill", 1, "bfloat16")]
+        rel = p.median_us / pb.median_us
+        out.append(dict(scheme=scheme, target="prefill time <= 1.3x bf16", measured=round(rel, 3), bar=1.3,
+                        byte_ratio="", met=rel <= 1.3))
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument("--repeats", type=int, default=10)
+    a = ap.parse_args()
+    run(a.out, a.repeats)
