@@ -61,8 +61,10 @@ $(VENV)/.dev-installed: pyproject.toml $(VENV)/.torch-installed
 notebooks: $(VENV)/.lab-installed
 	$(BIN)/jupytext --quiet --sync $(NOTEBOOK_SOURCES)
 
+# jupyter-config/ hides the jupytext .py twins and solutions/ from the file browser
 lab: notebooks
-	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+	  $(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
 
 test: $(VENV)/.dev-installed
 	$(PY) -m pytest

@@ -60,7 +60,8 @@ def test_lesson_01_too_little_memory_marks_only_what_needs_the_startup():
     assert explorer.status.level == "error"
     # bytes per token and the concurrency curve do not need vLLM to start: they stay current
     assert explorer.stale == {"memory", "summary"}
-    assert not figure_is_stale(explorer.figures["bytes"]) and not figure_is_stale(explorer.figures["concurrency"])
+    assert not figure_is_stale(explorer.figures["bytes"])
+    assert not figure_is_stale(explorer.figures["concurrency"])
     assert figure_is_stale(explorer.figures["memory"]) and panel_is_stale(explorer.panels["summary"])
     explorer.controls["kv_memory_gib"].value = 20.0
     assert explorer.stale == set() and not panel_is_stale(explorer.panels["summary"])
