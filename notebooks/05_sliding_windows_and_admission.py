@@ -138,6 +138,25 @@ timeline_figure({k: request_state_spans(r) for k, r in runs.items()},
 blocks_figure({k: blocks_in_use(r) for k, r in runs.items()}, title="Blocks in use per group")
 
 # %% [markdown]
+# In seconds the stall is a gap: timed on one H100, the old gate serves the requests before `r4`,
+# then the GPU sits idle while the rest wait forever; the new gate keeps it busy until all six are done.
+
+# %%
+from kvlab.analysis import running_over_time
+from kvlab.plots.timing import timeline_figure as time_figure
+from kvlab.simulator import steps_to_seconds
+
+in_seconds = steps_to_seconds(requests, 0.05)  # the arrivals of the workload, 50 ms per step
+timed = {k: simulate(c, in_seconds, gpu="h100") for k, c in
+         (("uncapped (vllm-0.20)", cfg), ("vllm (vllm-0.21)", cfg.replace(profile="vllm-0.21")))}
+for name, r in timed.items():
+    m = r.metrics
+    print(f"{name:22s} finished {m.finished}/{len(requests)}, last one at {m.wall_time_s:.2f} s"
+          + ("; then stalled" if r.summary.stalled else ""))
+end = max(r.metrics.wall_time_s for r in timed.values())
+time_figure({k: running_over_time(r, until_s=end) for k, r in timed.items()}, what="requests running")
+
+# %% [markdown]
 # Under the capped gate all six requests finish and the pool never fills (dotted line). The sliding
 # groups (light) stay small while the full group (dark) grows with each prompt. For the other policies:
 

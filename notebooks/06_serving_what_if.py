@@ -87,6 +87,43 @@ for chunk in (512, 2048, 8192):
 # (3.93 → 1.01 requests of 32,768 tokens): the sliding groups must keep room for the tokens in flight.
 
 # %% [markdown]
+# ## 4. What it costs in seconds
+#
+# Blocks and steps do not say how long users wait. With `gpu=` every step takes the time kvlab's
+# step-time model predicts on that GPU (a roofline of weight GEMMs, attention and cache writes with
+# efficiencies measured on an H100; `kvlab gpus` lists them), and the run reports what
+# `vllm bench serve` would: time to first token (TTFT), time per output token (TPOT), throughput and
+# wall time. Here the burst runs on two H100s at 6 GiB of KV cache each, under each KV dtype.
+
+# %%
+from kvlab.analysis import latency_samples_ms, tokens_per_second
+from kvlab.plots.timing import latency_figure, timeline_figure
+from kvlab.simulator import steps_to_seconds
+
+in_seconds = steps_to_seconds(requests, 0.05)  # the burst's arrivals, 50 ms per step
+timed = {}
+for dtype in ("auto", "fp8", "int8_per_token_head"):
+    config = base.replace(kv_cache_memory="6GiB", kv_cache_dtype=dtype)
+    timed[dtype] = simulate(config, in_seconds, gpu="h100")
+    m = timed[dtype].metrics
+    print(f"{dtype:20s} wall {m.wall_time_s:6.2f} s  output {m.output_tokens_per_s:7,.0f} tok/s  "
+          f"mean TTFT {m.ttft.mean * 1e3:7.1f} ms  mean TPOT {m.tpot.mean * 1e3:6.2f} ms  "
+          f"p99 TPOT {m.tpot.p99 * 1e3:6.2f} ms")
+
+# %%
+latency_figure({k: latency_samples_ms(r)["tpot"] for k, r in timed.items()}, what="TPOT")
+
+# %%
+timeline_figure({k: tokens_per_second(r, 0.25) for k, r in timed.items()}, what="tokens scheduled per second")
+
+# %% [markdown]
+# A smaller cache format buys time two ways: each decode reads fewer bytes, and more requests fit,
+# so fewer wait in the queue (TTFT). How much depends on what dominates a step: at short contexts
+# the weights do, and the format matters little. `benchmarks/seed_per_token_head.py` asks the same
+# question at 200 concurrent requests on a 24 GB card, where capacity decides: there an INT8 cache
+# wins end to end even with a kernel assumed slower than the bf16 one.
+
+# %% [markdown]
 # ## Your turn
 #
 # The dashboard compares every KV dtype at the current settings, runs the workload under the chosen
@@ -106,3 +143,5 @@ dashboard.ui
 # * A workload with short requests fits in less memory than `max concurrency` suggests; queueing absorbs
 #   the rest, at the price of more steps.
 # * The chunk size trades prefill speed against the capacity reserved for sliding windows.
+# * In seconds, a smaller KV format pays off when K/V reads or queueing dominate, and little when the
+#   weights do.

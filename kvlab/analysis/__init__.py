@@ -33,6 +33,7 @@ from kvlab.analysis.error_stats import LogHistogram, log_error_histogram
 from kvlab.analysis.model_variants import as_full_attention, sliding_window_of, with_sliding_window
 from kvlab.analysis.round_trip import RoundTrip, effective_rounding, round_trip
 from kvlab.analysis.scale_cost import SchemeBytes, scheme_bytes
+from kvlab.analysis.time_views import latency_samples_ms, running_over_time, tokens_per_second
 from kvlab.analysis.timeline_views import (
     REQUEST_STATES,
     BlockSeries,
@@ -74,4 +75,7 @@ __all__ = [
     "sliding_window_of",
     "speedups",
     "with_sliding_window",
+    "latency_samples_ms",
+    "running_over_time",
+    "tokens_per_second",
 ]

@@ -29,6 +29,7 @@ exercise  check                                what the learner writes
 9         :func:`check_stalling_config`        a configuration that stalls the uncapped gate
 10        :func:`check_decode_bytes`           bytes one decode call must move
 10        :func:`check_decode_speedup`         the roofline speed-up over a bf16 cache
+12        :func:`check_decode_step_time`       a decode step's time from the roofline
 ========  ===================================  ================================================
 
 :data:`kvlab.exercises.catalogue.EXERCISES` lists the notebooks, what each checks and the lesson it
@@ -48,6 +49,7 @@ from kvlab.exercises.score_kernel import check_int8_scores_kernel
 from kvlab.exercises.sliding_window import check_remove_skipped_blocks
 from kvlab.exercises.slot_mapping import check_slot_mapping
 from kvlab.exercises.stall import check_stalling_config
+from kvlab.exercises.step_time import check_decode_step_time
 
 __all__ = [
     "CheckResult",
@@ -56,6 +58,7 @@ __all__ = [
     "check_bytes_per_token",
     "check_decode_bytes",
     "check_decode_speedup",
+    "check_decode_step_time",
     "check_int8_scores_kernel",
     "check_kv_capacity",
     "check_quantize_int8",

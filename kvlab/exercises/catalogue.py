@@ -84,6 +84,11 @@ EXERCISES: tuple[Exercise, ...] = (
         "03_paged_attention_kernels",
         (("decode_bytes", "check_decode_bytes"), ("predicted_decode_speedup", "check_decode_speedup")),
     ),
+    Exercise(
+        12, "ex12_decode_step_time", "Predict a decode step's time from the roofline",
+        "weight GEMMs (compute or bandwidth bound), K/V reads with sliding windows and the cache write",
+        "06_serving_what_if", (("decode_step_ms", "check_decode_step_time"),),
+    ),
 )
 
 

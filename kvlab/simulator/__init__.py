@@ -22,7 +22,7 @@ from kvlab.simulator.engine import DEFAULT_MAX_STEPS, run_simulation
 from kvlab.simulator.metrics import Distribution, RequestMetrics, RunMetrics
 from kvlab.simulator.request import SimRequest
 from kvlab.simulator.scheduler import Scheduler, SchedulerConfig
-from kvlab.simulator.sessions import session_workload, with_poisson_arrivals
+from kvlab.simulator.sessions import session_workload, steps_to_seconds, with_poisson_arrivals
 from kvlab.simulator.timeline import (
     AdmissionAttempt,
     Rejection,
@@ -50,6 +50,7 @@ __all__ = [
     "SimClock",
     "StepTimer",
     "session_workload",
+    "steps_to_seconds",
     "with_poisson_arrivals",
     "Rejection",
     "RequestSpec",

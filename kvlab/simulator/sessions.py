@@ -75,3 +75,15 @@ def session_workload(
             history.append((content_id(f"output:{rid}"), output_tokens))
             previous = rid
     return out
+
+
+def steps_to_seconds(workload: Sequence[RequestSpec], seconds_per_step: float) -> list[RequestSpec]:
+    """The same requests with ``arrival_time_s = arrival_step × seconds_per_step``: a workload
+    written in steps, for a run with a step-time model."""
+    if (
+        isinstance(seconds_per_step, bool)
+        or not isinstance(seconds_per_step, (int, float))
+        or not (0 <= seconds_per_step < float("inf"))
+    ):
+        raise ValueError(f"seconds_per_step must be a finite number >= 0, got {seconds_per_step!r}")
+    return [dataclasses.replace(r, arrival_time_s=r.arrival_step * seconds_per_step) for r in workload]

@@ -18,7 +18,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvlab.timing.kernel_fit import KernelEfficiency, read_efficiency_table
+from kvlab.quantization import SCHEME_NAMES
+from kvlab.timing.kernel_fit import KINDS, KernelEfficiency, read_efficiency_table
 
 #: The table shipped with kvlab (fitted to kvlab's own kernels on an H100).
 DEFAULT_TABLE = Path(__file__).with_name("kernel_efficiency.csv")
@@ -68,6 +69,16 @@ class Efficiencies:
     def from_table(cls, path: str | Path = DEFAULT_TABLE, kernel: str = "kvlab", **fields) -> Efficiencies:
         """Efficiencies with the kernels of a table (default: the one shipped with kvlab)."""
         return cls(kernels=tuple(read_efficiency_table(path)), kernel=kernel, **fields)
+
+    @classmethod
+    def pure(cls) -> Efficiencies:
+        """The textbook roofline: every part at its peak, no launch latencies, no step overhead."""
+        kernels = tuple(
+            KernelEfficiency("roofline", scheme, kind, 1.0, 0.0, "any", 0, "pure roofline")
+            for scheme in SCHEME_NAMES
+            for kind in KINDS
+        )
+        return cls(gemm_compute=1.0, gemm_memory=1.0, step_overhead_s=0.0, kernels=kernels, kernel="roofline")
 
     def replace(self, **changes) -> Efficiencies:
         """A copy with some fields changed (validated again; warnings start empty)."""

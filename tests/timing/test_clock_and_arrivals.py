@@ -167,3 +167,20 @@ def test_runs_without_a_time_model_are_unchanged_and_have_no_metrics():
     assert timed.metrics.finished == 6
     # every step's duration is the time model's prediction for what it ran
     assert sum(r.duration_s for r in timed.timeline) == pytest.approx(timed.metrics.wall_time_s)
+
+
+def test_time_views_follow_the_clock():
+    from kvlab.analysis import latency_samples_ms, running_over_time, tokens_per_second
+    from kvlab.simulator import steps_to_seconds
+
+    late = steps_to_seconds([make_request("a", 10, 3), make_request("b", 10, 3, arrival_step=100)], 0.01)
+    res = run(late)
+    times, running = running_over_time(res, until_s=5.0)
+    # a runs steps 0-2 (0-30 ms); nothing until b arrives at 1.0 s; b runs 1.00-1.03 s
+    assert times[:4] == pytest.approx([0.0, 0.01, 0.02, 0.03]) and running[:4] == [0, 1, 1, 0]
+    assert 1.0 in times and times[-1] == 5.0 and running[-1] == 0
+    ends, rates = tokens_per_second(res, 0.5)
+    assert sum(r * 0.5 for r in rates) == 2 * (10 + 2)  # every scheduled token counted once
+    assert latency_samples_ms(res)["ttft"] == pytest.approx([10.0, 10.0])
+    with pytest.raises(ValueError, match="needs a timed run"):
+        running_over_time(simulate(LLAMA, [make_request("c", 10, 2)]))
