@@ -38,7 +38,7 @@ from kvlab.analysis import (
     scheme_bytes,
 )
 from kvlab.kvdata import kv_sample
-from kvlab.plots import attention_error_figure, error_heatmaps_figure, scale_bytes_figure
+from kvlab.plots import attention_error_figure, error_heatmaps_figure, error_log_range, scale_bytes_figure
 from kvlab.widgets import build_quantization_explorer
 from kvlab.widgets.quantization_explorer import COMPARED_SCHEMES
 
@@ -97,13 +97,18 @@ for name, (k, v) in trips.items():
 # values stay in range. The largest values — the outlier channels — carry the largest errors (the
 # bright columns).
 
+# Both heatmaps below use **one colour scale** (the same colour is the same error in both), so the
+# two formats can be compared at a glance.
+
 # %%
-def heatmap(name, head=0, rows=256):
+def heatmap(name, head=0, rows=256, compared=("fp8_e4m3", "int8_per_token_head")):
     k, v = trips[name]
+    shared = error_log_range(*(e for s in compared for e in (trips[s][0].abs_error[:rows, head].numpy(),
+                                                            trips[s][1].abs_error[:rows, head].numpy())))
     return error_heatmaps_figure(
         k.abs_error[:rows, head].numpy(), v.abs_error[:rows, head].numpy(),
         k.original[:rows, head].numpy(), v.original[:rows, head].numpy(),
-        title=f"{name}: |error| of head {head}, first {rows} tokens",
+        title=f"{name}: |error| of head {head}, first {rows} tokens", log_range=shared,
     )
 
 
