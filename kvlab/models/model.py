@@ -80,8 +80,9 @@ class LayerKV:
         kv_cache_dtype: str = "auto",
         model_dtype: str = "bfloat16",
         tensor_parallel_size: int = 1,
+        extra_retained_tokens: int = 0,
     ) -> AttentionSpec:
-        """This layer's spec on one GPU."""
+        """This layer's spec on one GPU (``extra_retained_tokens``: kept beyond a sliding window)."""
         if self.kind == "mla":
             return MLAAttentionSpec(
                 block_size=block_size,
@@ -100,7 +101,9 @@ class LayerKV:
             model_dtype=model_dtype,
         )
         if self.kind == "sliding_window":
-            return SlidingWindowSpec(**common, sliding_window=self.sliding_window)
+            return SlidingWindowSpec(
+                **common, sliding_window=self.sliding_window, extra_retained_tokens=extra_retained_tokens
+            )
         if self.kind == "chunked_local":
             return ChunkedLocalAttentionSpec(**common, attention_chunk_size=self.attention_chunk_size)
         return FullAttentionSpec(**common)
@@ -174,6 +177,7 @@ class ModelKV:
         block_alignment: int | None = None,
         num_speculative_tokens: int = 0,
         extra_layers: tuple[LayerKV, ...] = (),
+        extra_retained_tokens: int = 0,
     ) -> dict[str, KVCacheSpec]:
         """``{layer name: spec}`` on one GPU of a ``tensor_parallel_size``-way group.
 
@@ -191,6 +195,8 @@ class ModelKV:
             block_alignment: attention kernel block alignment (default 16, 64 for MLA).
             num_speculative_tokens: speculative tokens (extra state pages and conv rows).
             extra_layers: draft-model / MTP attention layers added by speculative decoding.
+            extra_retained_tokens: tokens sliding-window layers keep beyond the window (MTP's
+                proposed tokens in vLLM's new manager).
 
         Raises:
             ValueError: a split vLLM refuses (query or KV heads not divisible by the TP size).
@@ -201,7 +207,7 @@ class ModelKV:
 
         def attention(block: int) -> dict[str, KVCacheSpec]:
             return {
-                layer.name: layer.spec(block, kv_cache_dtype, self.dtype, tensor_parallel_size)
+                layer.name: layer.spec(block, kv_cache_dtype, self.dtype, tensor_parallel_size, extra_retained_tokens)
                 for layer in layers
             }
 

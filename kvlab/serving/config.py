@@ -103,6 +103,16 @@ class EngineConfig:
         return self.speculative_config.num_speculative_tokens if self.speculative_config else 0
 
     @property
+    def extra_retained_tokens(self) -> int:
+        """Tokens sliding-window layers keep beyond their window: with MTP, vLLM's new manager
+        (``vllm-0.33``) retains the proposed tokens too (``extra_retained_tokens =
+        num_speculative_tokens``), so each sliding group may need one more block per request."""
+        spec = self.speculative_config
+        if spec is None or spec.method != "mtp" or self.resolved_profile.name != "vllm-0.33":
+            return 0
+        return spec.num_speculative_tokens
+
+    @property
     def resolved_profile(self) -> Profile:
         return get_profile(self.profile)
 
@@ -136,6 +146,7 @@ class EngineConfig:
             mamba_cache_mode=self.mamba_cache_mode,
             num_speculative_tokens=self.num_lookahead_tokens,
             extra_layers=spec.draft_layers(self.model_kv) if spec else (),
+            extra_retained_tokens=self.extra_retained_tokens,
         )
 
     def hybrid_block_choice(self) -> HybridBlockChoice | None:
