@@ -47,6 +47,8 @@ class EngineConfig:
         speculative_config: ``--speculative-config`` (a :class:`~kvlab.models.SpeculativeConfig`, a
             dict or its JSON): the draft's KV layers, lookahead slots, extra state pages.
         mamba_cache_mode: state prefix caching of hybrid models: ``"none"``, ``"align"`` or ``"all"``.
+        decode_context_parallel_size: GPUs of the TP group a request's tokens are spread over
+            (``--decode-context-parallel-size``; full-attention and MLA models).
     """
 
     model: str | Path | ModelKV
@@ -65,6 +67,7 @@ class EngineConfig:
     async_scheduling: bool | None = None
     speculative_config: SpeculativeConfig | dict | str | None = None
     mamba_cache_mode: str = "none"
+    decode_context_parallel_size: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kv_cache_memory", parse_memory(self.kv_cache_memory, "kv_cache_memory"))
@@ -147,6 +150,7 @@ class EngineConfig:
             num_speculative_tokens=self.num_lookahead_tokens,
             extra_layers=spec.draft_layers(self.model_kv) if spec else (),
             extra_retained_tokens=self.extra_retained_tokens,
+            decode_context_parallel_size=self.decode_context_parallel_size,
         )
 
     def hybrid_block_choice(self) -> HybridBlockChoice | None:
@@ -181,6 +185,11 @@ class EngineConfig:
         Raises:
             ValueError: for hybrid state models (the allocator has no state-page manager yet).
         """
+        if self.decode_context_parallel_size > 1:
+            raise ValueError(
+                "the block allocator and simulator do not model decode context parallelism; capacity "
+                "sizes it (decode_context_parallel_size > 1)"
+            )
         if self.model_kv.state_layers:
             raise ValueError(
                 f"{self.model_kv.name}: the block allocator and simulator do not manage state (Mamba / "
@@ -227,6 +236,7 @@ def _plan(config: EngineConfig) -> KVCachePlan:
         config.num_gpu_blocks_override,
         config.speculative_config,
         config.mamba_cache_mode,
+        config.decode_context_parallel_size,
     )
     plan = _PLANS.get(key)
     if plan is None:
