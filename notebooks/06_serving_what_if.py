@@ -114,7 +114,7 @@ for dtype in ("auto", "fp8", "int8_per_token_head"):
 latency_figure({k: latency_samples_ms(r)["tpot"] for k, r in timed.items()}, what="TPOT")
 
 # %%
-timeline_figure({k: tokens_per_second(r, 0.25) for k, r in timed.items()}, what="tokens scheduled per second")
+timeline_figure({k: tokens_per_second(r, 0.25) for k, r in timed.items()}, what="throughput", unit="tokens/s")
 
 # %% [markdown]
 # A smaller cache format buys time two ways: each decode reads fewer bytes, and more requests fit,

@@ -34,6 +34,13 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
         "(methods: mtp, eagle, eagle3, draft_model with \"model\", ngram, suffix)",
     )
     p.add_argument(
+        "--decode-context-parallel-size",
+        "-dcp",
+        type=int,
+        default=1,
+        help="GPUs of the TP group a request's tokens are spread over (full attention / MLA; default 1)",
+    )
+    p.add_argument(
         "--mamba-cache-mode",
         default="none",
         choices=("none", "align", "all"),
@@ -117,6 +124,7 @@ def _engine_config(args: argparse.Namespace, max_len: int | None) -> EngineConfi
         num_gpu_blocks_override=args.num_gpu_blocks_override,
         speculative_config=getattr(args, "speculative_config", None),
         mamba_cache_mode=getattr(args, "mamba_cache_mode", "none"),
+        decode_context_parallel_size=getattr(args, "decode_context_parallel_size", 1),
     )
 
 
