@@ -142,4 +142,5 @@ def test_a_scheme_without_measured_kernels_warns_in_the_output(capsys):
     out = run_json(capsys, argv)
     assert len(out["warnings"]) == 3 and all("pure roofline" in w and "kivi4" in w for w in out["warnings"])
     assert main(argv) == 0
-    assert "warning: no measured kvlab decode efficiency for kv-cache dtype 'kivi4'" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "warning: no measured kvlab decode efficiency for kv-cache dtype 'kivi4'" in printed
