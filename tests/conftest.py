@@ -28,9 +28,8 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.failed and "seed" in getattr(item, "fixturenames", ()):
         test_seed = (_BASE_SEED + zlib.crc32(item.nodeid.encode())) % 2**31
-        report.sections.append(
-            ("kvlab random inputs", f"replay with KVLAB_TEST_SEED={_BASE_SEED} (this test's seed: {test_seed})")
-        )
+        message = f"replay with KVLAB_TEST_SEED={_BASE_SEED} (this test's seed: {test_seed})"
+        report.sections.append(("kvlab random inputs", message))
 
 
 @pytest.fixture

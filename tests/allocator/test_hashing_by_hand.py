@@ -14,7 +14,7 @@ def test_the_chain_seed_and_one_link_follow_the_spec_formula():
     """``hash_0 = sha256(pickle((NONE_HASH, tokens, None)))`` with NONE_HASH = sha256(b"vllm-none-hash"),
     written out here with hashlib and pickle directly."""
     seed = hashlib.sha256(b"vllm-none-hash").digest()
-    assert NONE_HASH == seed
+    assert seed == NONE_HASH
     expected = hashlib.sha256(pickle.dumps((seed, (1, 2, 3, 4), None), protocol=5)).digest()
     assert hash_block_tokens(None, (1, 2, 3, 4)) == expected
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kvlab.serving import EngineConfig, admission_need, capacity, simulate
+from kvlab.serving import EngineConfig, admission_need, simulate
 from kvlab.simulator import load_trace, make_request, multi_turn_workload, synthetic_workload
 
 GEMMA4 = dict(model="gemma-4-31b", kv_cache_memory="16GiB", tensor_parallel_size=2, max_model_len=131072)

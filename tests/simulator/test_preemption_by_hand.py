@@ -50,7 +50,8 @@ def test_the_last_running_request_is_the_preemption_victim():
 def test_a_preempted_request_goes_back_to_the_head_of_the_queue():
     timeline = _run().timeline
     assert timeline[1].waiting == ["B", "C"]
-    assert [(rec.step, rec.admitted) for rec in timeline if rec.admitted] == [(0, ["A", "B"]), (4, ["B", "C"])]
+    admitted = [(rec.step, rec.admitted) for rec in timeline if rec.admitted]
+    assert admitted == [(0, ["A", "B"]), (4, ["B", "C"])]
     assert [rec.free_blocks for rec in timeline] == [1, 2, 2, 5, 2, 2, 5]
 
 
