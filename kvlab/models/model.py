@@ -141,6 +141,8 @@ class ModelKV:
         mtp_layers: multi-token-prediction modules shipped with the model (used only when
             speculative decoding with ``method="mtp"`` is on).
         mamba_chunk_size: the state kernel's chunk (tokens), used to align blocks in ``"align"`` mode.
+        hidden_size: the residual width (elements), ``None`` = unknown (MLA and hybrid models'
+            width is not query heads × head size).
     """
 
     name: str
@@ -154,9 +156,10 @@ class ModelKV:
     state_layers: tuple[StateLayerKV, ...] = ()
     mtp_layers: int = 0
     mamba_chunk_size: int | None = None
+    hidden_size: int | None = None
 
     def __post_init__(self) -> None:
-        for field in ("num_attention_heads", "num_parameters", "num_active_parameters"):
+        for field in ("num_attention_heads", "num_parameters", "num_active_parameters", "hidden_size"):
             if getattr(self, field) is not None:
                 require_positive_int(getattr(self, field), f"{field} of model {self.name!r}")
         if (

@@ -183,17 +183,12 @@ class EngineConfig:
         """A fresh :class:`KVCacheManager` for this configuration.
 
         Raises:
-            ValueError: for hybrid state models (the allocator has no state-page manager yet).
+            ValueError: decode context parallelism, or ``mamba_cache_mode="all"`` (not simulated).
         """
         if self.decode_context_parallel_size > 1:
             raise ValueError(
                 "the block allocator and simulator do not model decode context parallelism; capacity "
                 "sizes it (decode_context_parallel_size > 1)"
-            )
-        if self.model_kv.state_layers:
-            raise ValueError(
-                f"{self.model_kv.name}: the block allocator and simulator do not manage state (Mamba / "
-                "linear-attention) pages yet; capacity and admission_need size this model"
             )
         prof = self.resolved_profile
         return KVCacheManager(

@@ -145,5 +145,3 @@ def test_what_is_not_simulated_is_refused_clearly():
     with pytest.raises(ValueError, match="admission_need does not model decode context parallelism"):
         admission_need(EngineConfig("deepseek-v3", "20GiB", tensor_parallel_size=8, decode_context_parallel_size=8,
                                     block_size=64, max_model_len=8192), 1000)
-    with pytest.raises(ValueError, match="do not manage state"):
-        EngineConfig("qwen3-next-80b-a3b", tensor_parallel_size=4).build_kv_cache_manager()
