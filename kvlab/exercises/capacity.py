@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from kvlab.exercises.compare import close_float, same_int
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
@@ -186,16 +187,13 @@ def check_bytes_per_token(
     bytes_per_token: Callable[[ModelKV, str], int], *, seed: int | None = None, num_random: int = 100
 ) -> CheckResult:
     """Check ``bytes_per_token(model, kv_cache_dtype) -> int`` (bytes per token, all layers, one GPU)."""
-    name = learner_name(bytes_per_token, "bytes_per_token")
-    if (bad := not_callable(bytes_per_token, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    trial = function_trial(bytes_per_token, expected_bytes_per_token,
-                           lambda want, got: same_int(want, got, "bytes per token"), _diagnose_bytes)
-    return run_check(
-        name, _bytes_cases(num_random, seed), trial,
+    return check_learner(
+        bytes_per_token, "bytes_per_token", "check_bytes_per_token", seed=seed,
+        cases=lambda s: _bytes_cases(num_random, s),
+        trial=lambda fn: function_trial(fn, expected_bytes_per_token,
+                                        lambda want, got: same_int(want, got, "bytes per token"),
+                                        _diagnose_bytes),
         verified="bytes per token match the layer specs' pages (K, V and scales), real models included",
-        seed=seed, replay=f"check_bytes_per_token({name}, seed={seed})",
     )
 
 
