@@ -24,13 +24,9 @@ from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.models import LayerKV, ModelKV, get_model
 from kvlab.quantization import VLLM_SCHEME_NAMES
@@ -235,13 +231,9 @@ def check_kv_capacity(
     ``num_blocks = available_bytes // bytes_per_block`` (one block id costs a page in every layer,
     null block included) and ``max_concurrency = num_blocks / cdiv(max_model_len, block_size)``.
     """
-    name = learner_name(kv_capacity, "kv_capacity")
-    if (bad := not_callable(kv_capacity, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    trial = function_trial(kv_capacity, expected_kv_capacity, _compare_capacity, _diagnose_capacity)
-    return run_check(
-        name, _capacity_cases(num_random, seed), trial,
+    return check_learner(
+        kv_capacity, "kv_capacity", "check_kv_capacity", seed=seed,
+        cases=lambda s: _capacity_cases(num_random, s),
+        trial=lambda fn: function_trial(fn, expected_kv_capacity, _compare_capacity, _diagnose_capacity),
         verified="num_blocks and max_concurrency match kvlab.sizing.plan_kv_cache",
-        seed=seed, replay=f"check_kv_capacity({name}, seed={seed})",
     )
