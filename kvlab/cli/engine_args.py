@@ -93,7 +93,8 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
     refuse to start), so that the first command a user types shows numbers rather than an error.
     """
     config = _engine_config(args, args.max_model_len)
-    origin = get_scheme(args.kv_cache_dtype).origin_note
+    # fp8_ds_mla is an MLA cache layout, not a scheme of the registry (EngineConfig checks it)
+    origin = "" if args.kv_cache_dtype == "fp8_ds_mla" else get_scheme(args.kv_cache_dtype).origin_note
     if origin:
         args.notes = [*getattr(args, "notes", []), f"note: {args.kv_cache_dtype} is a {origin} value "
                       "(vLLM has no KV-cache format below 8 bits); its bytes are sized by vLLM's rules"]
