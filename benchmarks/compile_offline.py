@@ -36,7 +36,7 @@ from kvlab.cache import build_paged_example  # noqa: E402
 from kvlab.kernels.launch_config import choose_tiling  # noqa: E402
 
 attention.require_kernel_device = lambda **tensors: None  # CPU tensors stand in for CUDA ones
-attention._num_sms = lambda index: 132  # an H100 SXM
+attention.multiprocessor_count = lambda index: 132  # an H100 SXM
 
 _TRITON_TYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int8: "i8",
                  torch.int32: "i32", torch.int64: "i64", torch.float8_e4m3fn: "fp8e4nv",

@@ -65,14 +65,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cache
 
 import torch
 
 from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.paged_cache import PagedKVCache
 from kvlab.kernels.attention_kernel import paged_attention_kernel
-from kvlab.kernels.devices import require_kernel_device
+from kvlab.kernels.devices import multiprocessor_count, require_kernel_device
 from kvlab.kernels.dtypes import fp8_constexprs, triton_dtype
 from kvlab.kernels.launch_config import (
     MAX_HEAD_SIZE,
@@ -92,11 +91,6 @@ from kvlab.validation import require_positive_int
 # -- host side --------------------------------------------------------------------------------------
 
 _QUERY_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-
-
-@cache
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache) -> tuple[torch.dtype, torch.dtype, str]:
@@ -253,7 +247,7 @@ def prepare_paged_attention(
     group = num_q_heads // nkv
     decode_only = batch.max_query_len <= 1
     sch = cache.scheme
-    num_sms = None if INTERPRET else _num_sms(query.device.index or 0)
+    num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
     if tiling is None:
         tiling = choose_tiling(
             group=group, head_size=head_size, head_size_v=hv, kv_element_bytes=sch.element_bytes,

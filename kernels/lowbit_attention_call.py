@@ -9,24 +9,19 @@ block) of every program is listed on the host from the batch's lengths, so the k
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
 
 import torch
 
 from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.lowbit_cache import LowBitPagedCache
 from kvlab.kernels.attention import check_attention_call
+from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
 from kvlab.kernels.launch_config import MAX_SPLITS, choose_num_splits, next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import launch_split_reduce
 from kvlab.validation import require_positive_int
-
-
-@cache
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def _programs(batch: AttentionBatch, block_q: int) -> tuple[list[int], list[int]]:
@@ -100,7 +95,7 @@ def prepare_lowbit_attention(
     block_m = max(16, next_pow2(block_q * group))
     seqs, qblocks = _programs(batch, block_q)
     if num_splits is None:
-        num_sms = None if INTERPRET else _num_sms(query.device.index or 0)
+        num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
         num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms)
     require_positive_int(num_splits, "num_splits")
     if num_splits > MAX_SPLITS:
