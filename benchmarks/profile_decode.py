@@ -11,17 +11,17 @@ import sys
 
 import torch
 
+from kvlab.bench.attention_cases import attention_case, paged
 from kvlab.bench.config import BenchConfig
-from kvlab.bench.runner import _attention_case, _paged
 from kvlab.kernels.attention import prepare_paged_attention
 
 scheme = sys.argv[1] if len(sys.argv) > 1 else "int8_per_token_head"
 batch = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 context = int(sys.argv[3]) if len(sys.argv) > 3 else 32768
 config = BenchConfig(schemes=(scheme,), l2_multiple=1)
-case = _attention_case(config, batch, context, 1)
-paged = _paged(config, case, scheme)
-call = prepare_paged_attention(case.queries[0], paged.cache, paged.batches[0])
+case = attention_case(config, batch, context, 1)
+paged_sets = paged(config, case, scheme)
+call = prepare_paged_attention(case.queries[0], paged_sets.cache, paged_sets.batches[0])
 print(call.tiling)
 call.run()
 torch.cuda.synchronize()

@@ -9,9 +9,17 @@ sequence, and the table reports the median, 95th percentile and maximum over all
 Each notebook in ``notebooks/*.py`` is then executed headless in a fresh kernel (nbclient), with the
 wall time and the peak resident memory of the kernel's process tree.
 
-Targets (2 CPU cores): median ≤ 100 ms per interaction; ≤ 60 s and ≤ 1.5 GB per notebook.
+Targets (2 CPU cores): median ≤ 100 ms and 95th percentile ≤ 150 ms per interaction; ≤ 60 s and
+≤ 1.5 GB per notebook.
+
+Each interaction is timed twice: wall clock (what a user waits for on an idle machine) and the
+process's CPU time (``time.process_time``: what the update costs, nearly unaffected when other
+processes share the cores; on a loaded machine the wall time is inflated by the load). To compare
+two versions, run both on the same machine one after the other and compare the CPU columns
+(``--label`` names the version in the CSV; ``--append`` adds to an existing CSV).
 
     python benchmarks/widgets_bench.py [--skip-notebooks] [--out benchmarks/results/widgets_cpu.csv]
+                                       [--label NAME] [--append]
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 INTERACTION_TARGET_MS = 100.0
+INTERACTION_P95_TARGET_MS = 150.0
 NOTEBOOK_TARGET_S = 60.0
 NOTEBOOK_TARGET_BYTES = 1.5e9
 
@@ -58,7 +67,7 @@ SEQUENCES: dict[str, tuple[str, list[tuple[str, object]]]] = {
     "kernel (reference)": ("build_kernel_explorer", [
         ("scheme", "fp8_e4m3"), ("scheme", "bfloat16"), ("scheme", "int8_per_token_head"),
         ("context", 32), ("context", 128), ("context", 64), ("query_len", 8), ("query_len", 1),
-        ("sliding_window", 32), ("sliding_window", None), ("outliers", True), ("outliers", False),
+        ("sliding_window", 32), ("sliding_window", 0), ("outliers", True), ("outliers", False),
     ]),
     "serving dashboard": ("build_serving_dashboard", [
         ("kv_cache_dtype", "fp8"), ("kv_cache_dtype", "int8_per_token_head"), ("kv_cache_dtype", "auto"),
@@ -84,15 +93,22 @@ def bench_explorers() -> list[dict]:
         t0 = time.perf_counter()
         explorer = getattr(widgets_module, builder)(debounce_s=0)
         build_s = time.perf_counter() - t0
-        times = []
+        times, cpu = [], []
         for control, value in sequence:
-            start = time.perf_counter()
-            explorer.controls[control].value = value
+            widget = explorer.controls[control]
+            options = [o[1] if isinstance(o, tuple) else o for o in getattr(widget, "options", ())]
+            if options and value == 0 and value not in options and None in options:
+                value = None  # older explorers spelled "none" as None
+            start, start_cpu = time.perf_counter(), time.process_time()
+            widget.value = value
             times.append((time.perf_counter() - start) * 1e3)
+            cpu.append((time.process_time() - start_cpu) * 1e3)
             if explorer.last_error:
                 raise RuntimeError(f"{name}: setting {control}={value!r} failed: {explorer.last_error}")
         rows.append(dict(kind="interaction", name=name, n=len(times), median_ms=statistics.median(times),
-                         p95_ms=percentile(times, 95), max_ms=max(times), build_s=build_s))
+                         p95_ms=percentile(times, 95), max_ms=max(times),
+                         cpu_median_ms=statistics.median(cpu), cpu_p95_ms=percentile(cpu, 95),
+                         cpu_max_ms=max(cpu), build_s=build_s))
     return rows
 
 
@@ -107,10 +123,17 @@ def bench_notebooks() -> list[dict]:
     return rows
 
 
+def _meets(row: dict) -> bool:
+    """The interaction targets, judged on CPU time (the wall clock also counts other processes)."""
+    return row["cpu_median_ms"] <= INTERACTION_TARGET_MS and row["cpu_p95_ms"] <= INTERACTION_P95_TARGET_MS
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-notebooks", action="store_true", help="only time the explorers")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "widgets_cpu.csv"))
+    parser.add_argument("--label", default="", help="name of the version measured (a CSV column)")
+    parser.add_argument("--append", action="store_true", help="add rows to --out instead of replacing it")
     args = parser.parse_args(argv)
 
     machine = dict(cpus=os.cpu_count(), load_1min=round(os.getloadavg()[0], 2), python=sys.version.split()[0])
@@ -118,12 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = [] if args.skip_notebooks else bench_notebooks()
 
     print(f"CPU cores {machine['cpus']}, load average at start {machine['load_1min']}")
-    print(f"\n{'explorer':<20}{'n':>4}{'median ms':>11}{'p95 ms':>9}{'max ms':>9}{'build s':>9}  target ≤ "
-          f"{INTERACTION_TARGET_MS:.0f} ms median")
+    print(f"\n{'explorer':<20}{'n':>4}{'median ms':>11}{'p95 ms':>9}{'max ms':>9}{'CPU med':>9}{'CPU p95':>9}"
+          f"{'build s':>9}  target (CPU) ≤ {INTERACTION_TARGET_MS:.0f} ms median, "
+          f"≤ {INTERACTION_P95_TARGET_MS:.0f} ms p95")
     for r in explorers:
-        ok = "ok" if r["median_ms"] <= INTERACTION_TARGET_MS else "OVER"
+        ok = "ok" if _meets(r) else "OVER"
         print(f"{r['name']:<20}{r['n']:>4}{r['median_ms']:>11.1f}{r['p95_ms']:>9.1f}{r['max_ms']:>9.1f}"
-              f"{r['build_s']:>9.2f}  {ok}")
+              f"{r['cpu_median_ms']:>9.1f}{r['cpu_p95_ms']:>9.1f}{r['build_s']:>9.2f}  {ok}")
     if notebooks:
         print(f"\n{'notebook':<40}{'seconds':>9}{'peak RSS MB':>13}  target ≤ {NOTEBOOK_TARGET_S:.0f} s, "
               f"≤ {NOTEBOOK_TARGET_BYTES / 1e9:.1f} GB")
@@ -134,14 +158,19 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fields = ["kind", "name", "n", "median_ms", "p95_ms", "max_ms", "build_s", "seconds", "peak_rss_mb",
-              "error", "target", "meets_target", "cpus", "load_1min", "python"]
-    with out.open("w", newline="") as fh:
+    fields = ["label", "kind", "name", "n", "median_ms", "p95_ms", "max_ms", "cpu_median_ms", "cpu_p95_ms",
+              "cpu_max_ms", "build_s", "seconds", "peak_rss_mb", "error", "target", "meets_target", "cpus",
+              "load_1min", "python"]
+    machine["label"] = args.label
+    append = args.append and out.exists()
+    with out.open("a" if append else "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields)
-        w.writeheader()
+        if not append:
+            w.writeheader()
         for r in explorers:
-            w.writerow({**r, **machine, "target": f"median <= {INTERACTION_TARGET_MS:.0f} ms",
-                        "meets_target": r["median_ms"] <= INTERACTION_TARGET_MS})
+            target = (f"CPU median <= {INTERACTION_TARGET_MS:.0f} ms, "
+                      f"p95 <= {INTERACTION_P95_TARGET_MS:.0f} ms")
+            w.writerow({**r, **machine, "target": target, "meets_target": _meets(r)})
         for r in notebooks:
             ok = r["seconds"] <= NOTEBOOK_TARGET_S and r["peak_rss_mb"] * 1e6 <= NOTEBOOK_TARGET_BYTES
             w.writerow({**r, **machine, "target": "<= 60 s and <= 1.5 GB",

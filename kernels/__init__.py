@@ -6,10 +6,13 @@ GPU, otherwise in Triton's interpreter on CPU tensors. Each kernel is one lesson
 * :mod:`kvlab.kernels.cache_write`: quantize new K/V and store them at their slots
   (:func:`write_kv_cache`);
 * :mod:`kvlab.kernels.attention`: causal paged attention for mixed prefill/decode batches
-  (:func:`paged_attention`), with GQA, sliding window, softcap and split-K;
+  (:func:`paged_attention`), with GQA, sliding window, softcap and split-K; the kernel itself is in
+  :mod:`kvlab.kernels.attention_kernel`, its step over one key tile in
+  :mod:`kvlab.kernels.attention_tile`;
 * :mod:`kvlab.kernels.split_reduce`: the merge of split-K segments;
 * :mod:`kvlab.kernels.numerics`: conversions exact in both modes (the interpreter's workarounds);
-* :mod:`kvlab.kernels.launch_config`: tile shapes and the split-K heuristic.
+* :mod:`kvlab.kernels.launch_config`: tile shapes, the split-K rule, rows per cache-write program
+  (every launch decision in one place).
 
 In the interpreter an attention call takes about a second for a few decodes over ~100 keys with 32
 query heads, and a few seconds for a 100-token prefill; a cache write 10–30 ms per (token, KV head).

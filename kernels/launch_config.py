@@ -13,9 +13,13 @@ The two questions a launch must answer:
   (``num_seqs × num_kv_heads``: 8 for one sequence with 8 KV heads) and would leave most of the GPU's
   multiprocessors idle while each program streams its whole context. Splitting the key range of
   every program into ``num_splits`` segments multiplies the programs; a second small kernel merges
-  the segments' partial softmax results. The split is chosen so that the grid holds as many
-  programs as the multiprocessors can run at once, but segments stay long enough
-  (``MIN_TILES_PER_SPLIT``) that the partial results cost little next to the K/V bytes.
+  the segments' partial softmax results. **The rule, in one paragraph:** the GPU streams at full
+  bandwidth once about ``P = k × SMs`` programs are resident (``k`` = 2 programs per multiprocessor,
+  4 under the 8-bit register cap). A decode grid of ``B × Hkv >= 2 × SMs`` programs is not split.
+  Otherwise the key tile is first halved (down to 32 keys) while the batch holds fewer than ``P``
+  tiles in all, so that a short sequence still has work for every multiprocessor; then each
+  program's key range is cut into ``min(P / (B × Hkv), its tiles, 128)`` segments: one wave of
+  ``P`` programs, each streaming an equal share.
 * **Registers.** A program's K and V tiles, converted for the tensor cores, live in registers; for
   8-bit caches the compiler takes 210 per thread, which leaves room for only two programs per
   multiprocessor. When more programs than that want to run, a cap of 128 (``max_registers``) lets
@@ -42,8 +46,12 @@ NO_SPLIT_PROGRAMS_PER_SM: int = 2
 #: 605 µs uncapped at 2).
 SPLIT_PROGRAMS_PER_SM: int = 2
 SPLIT_PROGRAMS_PER_SM_CAPPED: int = 4
-#: Each split segment streams at least this many key tiles.
-MIN_TILES_PER_SPLIT: int = 4
+#: Each split segment streams at least this many key tiles. Four (the value before) left one
+#: sequence of 1,024 tokens with 4 segments of 64 keys (32 programs for 132 multiprocessors).
+MIN_TILES_PER_SPLIT: int = 1
+#: Smallest decode key tile the launch rule shrinks to when a batch has fewer tiles than the GPU
+#: wants programs (one short sequence).
+MIN_DECODE_TILE_N: int = 32
 #: Upper bound on segments per program (the reduction kernel holds one row per segment).
 MAX_SPLITS: int = 128
 #: Largest head size the kernels take (the fp32 accumulator of a program lives in registers).
@@ -56,6 +64,8 @@ DECODE_TILE_BYTES: int = 16384
 #: K/V buffer (42 KB of shared memory for int8, 128-key tiles), so five programs fit on a
 #: multiprocessor; 3 stages double-buffer (76 KB, three programs) and measured slower (2120 µs).
 DECODE_STAGES: int = 2
+#: Rows (query positions × heads of a group) of a prefill program at head size <= 128.
+PREFILL_BLOCK_M: int = 128
 #: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
 #: (128-key tiles) 210 registers per thread, so only two 4-warp programs fit on a multiprocessor
 #: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
@@ -172,6 +182,7 @@ def choose_tiling(
     dpad = max(16, next_pow2(max(head_size, head_size_v)))
     decode = max_query_len <= 1
     rows_for_group = max(16, next_pow2(group))
+    warps = 4
     if decode:
         block_m = rows_for_group
         block_q = 1
@@ -179,22 +190,43 @@ def choose_tiling(
         stages = DECODE_STAGES
         cap = kv_element_bytes == 1 and dpad <= 128
     else:
-        # the fp32 accumulator (block_m × head) stays in registers: about 8K values per program
-        block_m = max(rows_for_group, min(64, 8192 // dpad))
+        # The fp32 accumulator (block_m × head) stays in registers: 16K values over 8 warps (64 per
+        # thread) at head size 128. 128 rows × 64 keys per step is the tile FlashAttention-2 uses on
+        # this class of GPU; the previous 64 rows × 64 keys on 4 warps measured 249 TFLOP/s on an H100.
+        block_m = max(rows_for_group, min(PREFILL_BLOCK_M, 16384 // dpad))
         block_q = max(1, block_m // group)
         tile_n = min(64, max(16, 8192 // dpad))
         stages = 3
+        warps = 8 if block_m >= 128 else 4
         cap = False
     programs = query_block_count(num_tokens, num_seqs, block_q, decode) * num_kv_heads
+    per_sm = SPLIT_PROGRAMS_PER_SM_CAPPED if cap else SPLIT_PROGRAMS_PER_SM
+    if decode and num_splits is None and num_sms is not None:
+        # a batch with fewer key tiles than the GPU wants programs gets smaller tiles first
+        want = per_sm * num_sms
+        while tile_n > MIN_DECODE_TILE_N and programs * cdiv(max(max_seq_len, 1), tile_n) < want:
+            tile_n //= 2
     if num_splits is None:
-        per_sm = SPLIT_PROGRAMS_PER_SM_CAPPED if cap else SPLIT_PROGRAMS_PER_SM
         num_splits = choose_num_splits(programs, cdiv(max(max_seq_len, 1), tile_n), num_sms, per_sm)
     # The register cap pays only when more programs than fit uncapped want to run at once (measured:
     # int8, B=1 at 33 segments, 264 programs, was slower capped, 53.1 µs against 47.6 µs).
     crowded = num_sms is not None and programs * num_splits > NO_SPLIT_PROGRAMS_PER_SM * num_sms
     max_registers = DECODE_MAX_REGISTERS_8BIT if cap and crowded else None
-    return AttentionTiling(block_m=block_m, block_q=block_q, tile_n=tile_n, num_stages=stages,
-                           num_splits=num_splits, max_registers=max_registers)
+    return AttentionTiling(block_m=block_m, block_q=block_q, tile_n=tile_n, num_warps=warps,
+                           num_stages=stages, num_splits=num_splits, max_registers=max_registers)
+
+
+#: Elements (both K and V counted once) a cache-write program aims to quantize: 32 rows of 128 for
+#: 8 KV heads of head size 128, i.e. four whole tokens. The kernel is bound by bytes; more work per
+#: program amortises its fixed cost (index math, slot load, launch of a tiny program).
+WRITE_ELEMENTS_PER_PROGRAM: int = 4096
+
+
+def write_rows_per_program(num_kv_heads: int, head_size: int) -> int:
+    """(token, KV head) rows one cache-write program handles: a power of two, whole tokens where
+    ``num_kv_heads`` is a power of two, about :data:`WRITE_ELEMENTS_PER_PROGRAM` elements."""
+    rows = max(1, WRITE_ELEMENTS_PER_PROGRAM // next_pow2(head_size))
+    return max(rows, min(next_pow2(num_kv_heads), 64))
 
 
 def query_block_count(num_tokens: int, num_seqs: int, block_q: int, decode_only: bool) -> int:

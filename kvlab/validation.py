@@ -64,3 +64,27 @@ def require_positive_int(value: object, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+def require_positive_finite(value: object, name: str, unit: str = "") -> float:
+    """Return ``value`` as float if it is a finite number > 0 (not a bool), else raise.
+
+    ``unit`` (e.g. ``"tokens"``) is named in the message so that it says what is allowed.
+    """
+    what = f"a finite number > 0{f' ({unit})' if unit else ''}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    if not (value > 0 and value != float("inf")):  # NaN fails ``> 0``
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return float(value)
+
+
+def require_power_of_two(value: object, name: str, why: str) -> int:
+    """Return ``value`` if it is an integer power of two (1, 2, 4, ...), else raise saying ``why``."""
+    require_positive_int(value, name)
+    if value & (value - 1):
+        lower = 1 << (value.bit_length() - 1)
+        raise ValueError(
+            f"{name} must be a power of two ({why}), got {value}; the nearest are {lower} and {2 * lower}"
+        )
+    return value

@@ -25,6 +25,7 @@
 # 4. Does a sliding window save memory?
 # 5. Why did vLLM's "GPU KV cache size" jump between versions?
 # 6. What does a 1-byte KV dtype buy?
+# 7. How do MLA, linear-attention and Mamba hybrids, KV sharing and speculative decoding change the bill?
 #
 # Every number here comes from `kvlab.serving.capacity`, the function behind `kvlab capacity`.
 
@@ -38,7 +39,7 @@ from kvlab.analysis import (
 from kvlab.models import get_model
 from kvlab.plots.memory import bytes_per_token_figure, concurrency_figure, request_memory_figure
 from kvlab.serving import EngineConfig, capacity
-from kvlab.widgets import build_memory_explorer
+from kvlab.widgets import build_family_picker, build_memory_explorer
 
 # %% [markdown]
 # ## 1. How many bytes does one token cost?
@@ -153,6 +154,29 @@ for dtype in ("auto", "fp8", "int8_per_token_head", "fp8_per_token_head"):
 # token and head (3 % more bytes), so they fit 1.94× as many requests as bfloat16.
 
 # %% [markdown]
+# ## 7. Every family: where do one request's bytes go?
+#
+# Models people deploy today store far less than "layers × heads × 2" per token, each with its own
+# trick. One preset stands for each family; the figure shows what one 32,768-token request holds on
+# one GPU, split into attention K/V, state pages (Mamba / linear attention) and the speculative
+# draft's K/V.
+
+# %%
+from kvlab.analysis.family_views import FAMILIES, family_request_bytes
+from kvlab.plots.family import family_bytes_figure
+
+rows = family_request_bytes(32768)
+for fam, row in zip(FAMILIES, rows):
+    print(f"{fam.name:28s} {fam.preset:20s} {row.bytes_per_token:>9,.0f} B/token  {fam.trick}")
+family_bytes_figure(rows, title="One 32,768-token request, by family (one GPU of each example)")
+
+# %% [markdown]
+# A hybrid's state is a fixed cost per request, so its bytes per token fall as requests grow; the
+# MTP module adds one more attention layer and one more state page per proposed token.
+# `kvlab capacity --model qwen3-next-80b-a3b -tp 4` prints the same split, and the block size vLLM
+# raises the attention layers to.
+
+# %% [markdown]
 # ## Explore
 #
 # Pick a model (or upload any `config.json`), the KV dtype, block size, memory per GPU, tensor
@@ -162,6 +186,13 @@ for dtype in ("auto", "fp8", "int8_per_token_head", "fp8_per_token_head"):
 # %%
 explorer = build_memory_explorer()
 explorer.ui
+
+# %% [markdown]
+# The family picker: one sentence per family and its capacity in the memory you choose.
+
+# %%
+family_picker = build_family_picker()
+family_picker.ui
 
 # %% [markdown]
 # ## Summary
@@ -174,3 +205,6 @@ explorer.ui
 #   tokens of one step, and hybrid grouping adds padding.
 # * The "GPU KV cache size" log line changed formula in v0.21; compare concurrency instead.
 # * A 1-byte cache nearly doubles capacity; per-token-head scales cost 3 % of it.
+# * MLA caches one latent per token (not split by TP); hybrids keep a fixed state per request and raise
+#   the attention block to match it; shared layers store nothing; a speculative draft adds its own K/V
+#   and lookahead slots.

@@ -24,6 +24,7 @@
 # 4. Does int8's rounding mode matter?
 # 5. How much of that error reaches the attention output, and does it grow with the context?
 # 6. Do real activations behave like the synthetic ones?
+# 7. What happens below 8 bits (kvlab's 4-bit and 2-bit schemes, which vLLM does not offer)?
 #
 # Everything is computed by `kvlab` on the CPU in a few seconds.
 
@@ -37,7 +38,7 @@ from kvlab.analysis import (
     scheme_bytes,
 )
 from kvlab.kvdata import kv_sample
-from kvlab.plots import attention_error_figure, error_heatmaps_figure, scale_bytes_figure
+from kvlab.plots import attention_error_figure, error_heatmaps_figure, error_log_range, scale_bytes_figure
 from kvlab.widgets import build_quantization_explorer
 from kvlab.widgets.quantization_explorer import COMPARED_SCHEMES
 
@@ -96,13 +97,18 @@ for name, (k, v) in trips.items():
 # values stay in range. The largest values — the outlier channels — carry the largest errors (the
 # bright columns).
 
+# Both heatmaps below use **one colour scale** (the same colour is the same error in both), so the
+# two formats can be compared at a glance.
+
 # %%
-def heatmap(name, head=0, rows=256):
+def heatmap(name, head=0, rows=256, compared=("fp8_e4m3", "int8_per_token_head")):
     k, v = trips[name]
+    shared = error_log_range(*(e for s in compared for e in (trips[s][0].abs_error[:rows, head].numpy(),
+                                                            trips[s][1].abs_error[:rows, head].numpy())))
     return error_heatmaps_figure(
         k.abs_error[:rows, head].numpy(), v.abs_error[:rows, head].numpy(),
         k.original[:rows, head].numpy(), v.original[:rows, head].numpy(),
-        title=f"{name}: |error| of head {head}, first {rows} tokens",
+        title=f"{name}: |error| of head {head}, first {rows} tokens", log_range=shared,
     )
 
 
@@ -178,6 +184,58 @@ attention_error_figure(real_series, title=f"Attention-output error vs context ({
 # whose 3-bit (e4m3) or 2-bit (e5m2) mantissa limits them whatever the scale.
 
 # %% [markdown]
+# ## 7. Below 8 bits: the error-versus-bytes frontier
+#
+# vLLM's formats stop at one byte per element. `kvlab` adds three schemes that go below, **kvlab
+# schemes, not vLLM `--kv-cache-dtype` values**:
+#
+# * `int4_per_token_head`: int8 per-token-head with 4-bit codes (−7…7), two per byte;
+# * `kivi4` and `kivi2` (after KIVI, Liu et al. 2024): **keys per channel** (one fp16 scale and zero
+#   point per channel over the 16 tokens of a block), **values per token** in groups of G channels,
+#   and the newest tokens kept in bf16 (the *residual*: the block being filled, or `_r<n>` blocks).
+#
+# Why two axes? The outlier channels of section 3 are *channels*: a per-token scale must stretch over
+# them in every row, a per-channel scale isolates them. Values have no such channels, and their error
+# passes straight into the output token by token, so they are grouped per token.
+
+# %%
+from kvlab.analysis.frontier import frontier
+from kvlab.plots.frontier import frontier_figure
+from kvlab.quantization import KVLAB_SCHEME_NAMES
+
+for name in ("int4_per_token_head", "kivi4", "kivi2"):
+    print(get_scheme(name).describe())
+print("kvlab schemes:", ", ".join(KVLAB_SCHEME_NAMES))
+
+# %%
+low_bit = ("bfloat16", "fp8_e4m3", "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head",
+           "kivi4", "kivi2", "kivi2_g128", "kivi2_g32_r8")
+points = frontier(kv_sample("synthetic", num_tokens=512, num_kv_heads=4, head_size=128), low_bit)
+for p in points:
+    print(f"{p.scheme:<22} {p.bits_per_element:5.2f} bits/element  {p.bytes_per_token:5d} B/token  "
+          f"attention error {p.rel_error:.3g}")
+frontier_figure(points, "Error vs bytes, synthetic K/V with outlier channels (512 tokens)")
+
+# %% [markdown]
+# At 4 bits the axis matters more than the bits: `kivi4` (5.5 bits with its scales) is several times
+# more accurate than `int4_per_token_head` (4.25 bits), because its keys are quantized per channel.
+# At 2 bits the error is large on this data whatever the group; a longer residual (`_r8`: 128 tokens
+# in bf16) helps in proportion to the share of the context it covers. `benchmarks/frontier.py` draws
+# the full table (G = 32/64/128, two residual lengths, synthetic and MiniLM K/V) into
+# `benchmarks/results/frontier.csv`.
+#
+# What the bytes buy: `kvlab capacity --model gemma-4-31b -tp 2 --kv-cache-memory 16GiB
+# --max-model-len 131072 --kv-cache-dtype kivi2` fits about 4.6 times as many 128k-token requests as
+# the bf16 cache (and says that `kivi2` is a kvlab scheme). The explorer below shows both numbers
+# for any bits, group, residual and block size.
+
+# %%
+from kvlab.widgets.frontier_explorer import build_frontier_explorer
+
+low_bit_explorer = build_frontier_explorer(context=256)
+low_bit_explorer.ui
+
+# %% [markdown]
 # ## Explore
 #
 # Change the format, the rounding, the outlier strength, the head size and the context length; switch
@@ -197,5 +255,7 @@ explorer.ui
 # * int8 truncation, as vLLM's Triton store does it, doubles the error of round-to-nearest.
 # * What reaches the attention output depends on the format and the data, hardly on the context length;
 #   on both data sets here int8 per-token-head is the most accurate 1-byte format.
+# * Below 8 bits (kvlab's own schemes), the quantization axis decides: keys per channel, values per
+#   token. `kivi4` beats per-token 4-bit codes by a wide margin on keys with outlier channels.
 # * Does any of this change what a model says? Lesson `07_does_it_change_the_answer` runs a real
 #   language model through each cache and compares its answers.

@@ -154,7 +154,7 @@ for name, r in timed.items():
     print(f"{name:22s} finished {m.finished}/{len(requests)}, last one at {m.wall_time_s:.2f} s"
           + ("; then stalled" if r.summary.stalled else ""))
 end = max(r.metrics.wall_time_s for r in timed.values())
-time_figure({k: running_over_time(r, until_s=end) for k, r in timed.items()}, what="requests running")
+time_figure({k: running_over_time(r, until_s=end) for k, r in timed.items()}, what="running", unit="requests")
 
 # %% [markdown]
 # Under the capped gate all six requests finish and the pool never fills (dotted line). The sliding

@@ -12,6 +12,10 @@ from collections.abc import Iterable, Sequence
 from kvlab.allocator.free_queue import FreeBlockQueue, KVCacheBlock
 from kvlab.validation import require_positive_int
 
+#: Most blocks one simulated pool may have. Each block is a Python object (about 190 B), so this bounds
+#: a pool at roughly 0.4 GB of host memory; sizing (``kvlab capacity``) has no such limit.
+MAX_SIMULATED_BLOCKS = 2_000_000
+
 
 class BlockPool:
     """All blocks of one pool.
@@ -25,6 +29,13 @@ class BlockPool:
 
     def __init__(self, num_blocks: int, enable_caching: bool = True, prepend_unhashed: bool = False) -> None:
         self.num_blocks = require_positive_int(num_blocks, "num_blocks")
+        if num_blocks > MAX_SIMULATED_BLOCKS:
+            raise ValueError(
+                f"a pool of {num_blocks:,} blocks is too large to simulate: kvlab keeps one object per "
+                f"block and allows at most {MAX_SIMULATED_BLOCKS:,} blocks per pool (about 0.4 GB); "
+                "use less KV-cache memory (--kv-cache-memory), a larger block size (--block-size) or "
+                "a fixed pool (num_gpu_blocks_override, --num-gpu-blocks-override)"
+            )
         self.enable_caching = enable_caching
         self.prepend_unhashed = prepend_unhashed
         self.blocks = [KVCacheBlock(i) for i in range(num_blocks)]

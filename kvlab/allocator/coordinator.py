@@ -14,6 +14,7 @@ from kvlab.allocator.block_pool import BlockPool
 from kvlab.allocator.free_queue import KVCacheBlock
 from kvlab.allocator.hashing import group_block_hashes
 from kvlab.allocator.managers import MANAGER_BY_KIND, SingleTypeManager
+from kvlab.allocator.state_manager import StateManager
 from kvlab.sizing.capacity import KVCacheConfig
 
 
@@ -36,7 +37,9 @@ class KVCacheCoordinator:
         self.pools = [BlockPool(p.num_blocks, enable_caching, prepend_unhashed) for p in config.pools]
         self.group_pool = [config.pool_of_group(gid) for gid in range(len(config.groups))]
         self.managers: list[SingleTypeManager] = [
-            MANAGER_BY_KIND[g.kind](g.spec, self.pools[self.group_pool[gid]], gid, enable_caching)
+            {**MANAGER_BY_KIND, "mamba": StateManager}[g.kind](
+                g.spec, self.pools[self.group_pool[gid]], gid, enable_caching
+            )
             for gid, g in enumerate(config.groups)
         ]
         sizes = [g.block_size for g in config.groups]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from kvlab.models import ModelKV
-from kvlab.quantization import get_scheme, token_footprint
+from kvlab.quantization import TokenFootprint, get_scheme, token_footprint
 from kvlab.serving import EngineConfig, capacity
 from kvlab.sizing import KVCachePlan
 
@@ -52,18 +52,23 @@ def layer_type_bytes(
     model: ModelKV, kv_cache_dtype: str, block_size: int, tensor_parallel_size: int = 1
 ) -> list[LayerTypeBytes]:
     """One entry per distinct layer shape of ``model``, in order of first appearance."""
-    scheme = get_scheme(kv_cache_dtype, getattr(torch, model.dtype))
+    mla = any(layer.kind == "mla" for layer in model.layers)
+    scheme = None if mla else get_scheme(kv_cache_dtype, getattr(torch, model.dtype))
     out: dict[tuple, LayerTypeBytes] = {}
     counts: dict[tuple, int] = {}
     for layer in model.layers:
+        if layer.kv_shared_with is not None:  # reads another layer's cache: stores nothing
+            continue
         heads = layer.kv_heads_per_gpu(tensor_parallel_size)
         hv = layer.head_size_v or layer.head_size
         window = layer.sliding_window if layer.kind == "sliding_window" else layer.attention_chunk_size
         key = (layer.kind, heads, layer.head_size, hv, window)
         counts[key] = counts.get(key, 0) + 1
         if key not in out:
-            fp = token_footprint(scheme, heads, layer.head_size, hv)
             page = layer.spec(block_size, kv_cache_dtype, model.dtype, tensor_parallel_size).page_size_bytes
+            # an MLA layer stores one latent (K only): its page is the whole per-token cost
+            fp = (token_footprint(scheme, heads, layer.head_size, hv) if layer.kind != "mla"
+                  else TokenFootprint(page // block_size, 0))
             size = f"{layer.head_size}" if hv == layer.head_size else f"{layer.head_size}/{hv}"
             where = "" if window is None else f" W={window}"
             label = f"{layer.kind}{where} · {heads} KV heads × {size}"

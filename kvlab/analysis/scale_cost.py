@@ -29,8 +29,13 @@ class SchemeBytes:
 
     @property
     def scale_fraction(self) -> float:
-        """Share of the token's bytes spent on scales (0..1)."""
+        """Share of the token's bytes spent on scales (0..1): 64 / (2,048 + 64) = 3.0 %."""
         return self.scale_bytes / self.total_bytes
+
+    @property
+    def scale_overhead(self) -> float:
+        """Scales relative to the data they scale (0..): 64 B on 2,048 B of data = +3.1 %."""
+        return self.scale_bytes / self.data_bytes if self.data_bytes else 0.0
 
 
 def scheme_bytes(schemes: Sequence[str], num_kv_heads: int, head_size: int) -> list[SchemeBytes]:

@@ -8,9 +8,12 @@ attention on the unquantized K/V.
 
 * :mod:`kvlab.bench.config`: what to run (:class:`BenchConfig`);
 * :mod:`kvlab.bench.traffic`: the byte counts;
-* :mod:`kvlab.bench.measure`: timing and the copy-bandwidth ceiling;
+* :mod:`kvlab.bench.measure`: timing, the copy-bandwidth and matrix-rate ceilings;
+* :mod:`kvlab.bench.context`: the run's facts and how a row gets its three baselines;
 * :mod:`kvlab.bench.workloads`: K/V, caches and batches on the GPU;
-* :mod:`kvlab.bench.runner`: the decode grid, a prefill chunk, the cache write, torch SDPA, sweeps;
+* :mod:`kvlab.bench.sdpa`: torch SDPA, default dispatch and flash forced, on the same shapes;
+* :mod:`kvlab.bench.attention_cases`, :mod:`kvlab.bench.write_case`: one case each;
+* :mod:`kvlab.bench.runner`, :mod:`kvlab.bench.sweeps`: whole runs and tuning sweeps;
 * :mod:`kvlab.bench.results`: rows, the CSV (columns documented there) and the table.
 """
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kvlab.quantization.schemes import SCHEME_NAMES
+from kvlab.quantization.schemes import VLLM_SCHEME_NAMES
 from kvlab.validation import require_choice, require_positive_int
 
 #: Schemes benchmarked by default: each distinct storage format once (``auto`` is bfloat16 here and
@@ -26,9 +26,11 @@ class BenchConfig:
         contexts: decode context lengths (tokens per sequence, the new token included).
         num_q_heads, num_kv_heads, head_size, block_size: attention shape.
         query_dtype: dtype of the queries (and of the K/V the model produced).
-        prefill_chunk: new tokens of the prefill-chunk case; ``prefill_context``: its total length.
+        prefill: prefill cases of one sequence, ``(new tokens, total length)``: a chunk over earlier
+            context, and a whole prompt from an empty cache.
         write_tokens: token counts of the cache-write cases.
-        sdpa: add torch SDPA rows (contiguous bf16 K/V) as the reference.
+        sdpa: measure the two torch SDPA baselines (default dispatch, flash forced) on every attention
+            shape, as rows of their own and as columns of the kvlab rows.
         repeats: graph replays timed per case (the median is reported).
         l2_multiple: inputs smaller than this many times the L2 cache are rotated over copies.
         seed: seeds K/V and queries.
@@ -42,8 +44,7 @@ class BenchConfig:
     head_size: int = 128
     block_size: int = 16
     query_dtype: torch.dtype = torch.bfloat16
-    prefill_chunk: int = 2048
-    prefill_context: int = 8192
+    prefill: tuple[tuple[int, int], ...] = ((2048, 8192), (8192, 8192))
     write_tokens: tuple[int, ...] = (64, 16384)
     sdpa: bool = True
     repeats: int = 20
@@ -53,17 +54,17 @@ class BenchConfig:
 
     def __post_init__(self) -> None:
         for s in self.schemes:
-            require_choice(s, SCHEME_NAMES, "schemes")
+            require_choice(s, VLLM_SCHEME_NAMES, "schemes")  # low-bit ones: benchmarks/lowbit_bench.py
         for name in ("batches", "contexts", "write_tokens"):
             for v in getattr(self, name):
                 require_positive_int(v, name)
-        for name in ("num_q_heads", "num_kv_heads", "head_size", "block_size", "prefill_chunk",
-                     "prefill_context", "repeats", "l2_multiple"):
+        for name in ("num_q_heads", "num_kv_heads", "head_size", "block_size", "repeats", "l2_multiple"):
             require_positive_int(getattr(self, name), name)
         if self.num_q_heads % self.num_kv_heads:
             raise ValueError(f"num_q_heads ({self.num_q_heads}) must be a multiple of "
                              f"num_kv_heads ({self.num_kv_heads})")
-        if self.prefill_chunk > self.prefill_context:
-            raise ValueError(f"prefill_chunk ({self.prefill_chunk}) cannot exceed "
-                             f"prefill_context ({self.prefill_context})")
+        for chunk, total in self.prefill:
+            require_positive_int(chunk, "prefill new tokens")
+            if chunk > total:
+                raise ValueError(f"a prefill case's new tokens ({chunk}) cannot exceed its length ({total})")
         require_choice(self.query_dtype, (torch.bfloat16, torch.float16), "query_dtype")

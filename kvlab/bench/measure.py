@@ -22,7 +22,36 @@ def time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmup
             them all once, in order (rotation over input copies).
         repeats: timed replays.
         warmup: untimed replays first.
+
+    A library call that cannot be captured in a graph (some cuDNN paths) is timed without one instead
+    (:func:`time_eager_us`), which includes its launch overhead.
     """
+    try:
+        return _time_graph_us(launches, repeats, warmup)
+    except RuntimeError:
+        torch.cuda.synchronize()
+        return time_eager_us(launches, repeats, warmup)
+
+
+def time_eager_us(launches: Sequence[Callable[[], object]], repeats: int, warmup: int = 3) -> float:
+    """Median microseconds per launch, launched eagerly between two CUDA events (no graph)."""
+    for _ in range(warmup):
+        for fn in launches:
+            fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for fn in launches:
+            fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0 / len(launches))
+    return statistics.median(samples)
+
+
+def _time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmup: int) -> float:
     for fn in launches:  # compiles Triton kernels and loads modules outside the capture
         fn()
     side = torch.cuda.Stream()
@@ -75,6 +104,16 @@ def copy_bandwidths_gbps(nbytes: int = 2 << 30, repeats: int = 20) -> dict[str, 
         samples.append(start.elapsed_time(end) * 1000.0)
     out["memcpy_eager"] = statistics.median(samples)
     return {k: 2 * nbytes / us / 1e3 for k, us in out.items()}
+
+
+def matmul_tflops(n: int = 8192, repeats: int = 20) -> float:
+    """Measured bf16 matrix-product rate in TFLOP/s: an ``n × n × n`` product through torch (cuBLAS),
+    on N(0, 1) inputs (zeros run faster than real data). The compute ceiling of the physical floor."""
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+    us = time_graph_us([lambda: torch.mm(a, b, out=c)], repeats)
+    return 2.0 * n**3 / us / 1e6
 
 
 def l2_bytes() -> int:

@@ -25,7 +25,18 @@ num_stages     software-pipelining depth
 max_registers  register cap per thread given to the compiler (empty: none)
 tflops         achieved TFLOP/s of QKᵀ and PV (attention rows)
 bit_exact      ``write`` rows: codes and scales equal the reference writer's (True/False)
-backend        ``kvlab-triton`` or ``torch-sdpa-<backend>``
+floor_us       physical floor of the row, µs: the larger of ``bytes / copy_bw_gbps`` and
+               ``flops / peak_tflops`` (what no kernel on this device beats by much)
+pct_floor      ``100 × floor_us / median_us`` (100 = at the floor)
+sdpa_default_us   torch SDPA on the same shape (contiguous bf16 K/V, GQA without copies for
+               decode), backend left to torch's default dispatch, timed in the same run, µs
+sdpa_default_backend  the backend that default dispatch ran (``cudnn_attention``, ``flash_attention``...)
+sdpa_flash_us  the same with the flash backend forced (empty where flash refuses the shape), µs
+x_sdpa_default ``median_us / sdpa_default_us``: < 1 means faster than SDPA's default dispatch
+x_sdpa_flash   ``median_us / sdpa_flash_us``: < 1 means faster than SDPA with flash forced
+peak_tflops    bf16 matrix-product rate measured in the same run (cuBLAS, 8192³), TFLOP/s
+backend        ``kvlab-triton``, ``kvlab-triton-sweep``, ``torch-sdpa-default-<backend>`` or
+               ``torch-sdpa-flash``
 triton, torch  versions
 ============== =====================================================================================
 """
@@ -61,6 +72,14 @@ class BenchRow:
     max_registers: int | None = None
     tflops: float | None = None
     bit_exact: bool | None = None
+    floor_us: float | None = None
+    pct_floor: float | None = None
+    sdpa_default_us: float | None = None
+    sdpa_default_backend: str = ""
+    sdpa_flash_us: float | None = None
+    x_sdpa_default: float | None = None
+    x_sdpa_flash: float | None = None
+    peak_tflops: float | None = None
     backend: str = "kvlab-triton"
     triton: str = ""
     torch: str = ""
@@ -88,12 +107,17 @@ def read_csv(path: str) -> list[dict[str, str]]:
 def format_table(rows: list[BenchRow]) -> str:
     """A fixed-width text table of the rows, for the terminal."""
     head = (f"{'kind':<8}{'scheme':<21}{'B':>6}{'L':>7}{'q':>6}{'µs':>10}{'GB/s':>8}{'%copy':>7}"
-            f"{'rel.err':>10}{'splits':>7}")
+            f"{'%floor':>7}{'TFLOP/s':>8}{'xSDPAdef':>9}{'xSDPAfl':>8}{'rel.err':>10}{'splits':>7}")
     lines = [head, "-" * len(head)]
+
+    def opt(v, fmt: str) -> str:
+        return "" if v is None else format(v, fmt)
+
     for r in rows:
         lines.append(
             f"{r.kind:<8}{r.scheme:<21}{r.batch:>6}{r.context:>7}{r.query_len:>6}{r.median_us:>10.1f}"
-            f"{r.gbps:>8.0f}{r.pct_copy_bw:>7.1f}{r.rel_err_truth:>10.2e}"
+            f"{r.gbps:>8.0f}{r.pct_copy_bw:>7.1f}{opt(r.pct_floor, '.1f'):>7}{opt(r.tflops, '.0f'):>8}"
+            f"{opt(r.x_sdpa_default, '.2f'):>9}{opt(r.x_sdpa_flash, '.2f'):>8}{r.rel_err_truth:>10.2e}"
             f"{'' if r.num_splits is None else r.num_splits:>7}"
         )
     return "\n".join(lines)

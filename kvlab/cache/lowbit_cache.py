@@ -30,8 +30,8 @@ from kvlab.quantization.lowbit import (
     check_half_range,
     dequantize_value_groups,
     pack_codes,
+    quantize_asymmetric,
     quantize_int4_per_token_head,
-    quantize_key_block,
     quantize_value_groups,
     unpack_codes,
 )
@@ -191,22 +191,31 @@ class LowBitPagedCache:
         self.residual_key[pages, offsets] = k.to(torch.bfloat16)
         self.residual_value[pages, offsets] = v.to(torch.bfloat16)
         self.pool.add_tokens(cpu_blocks)
-        for b in self.pool.leaving(self.block_size, self.scheme.residual_blocks, batch):
-            self.quantize_block(b)
+        self.quantize_blocks(self.pool.leaving(self.block_size, self.scheme.residual_blocks, batch))
         self.residual_page.copy_(self.pool.page_of)
         return WriteReport(int(slots.numel()), int((~keep).sum()))
 
-    def quantize_block(self, block: int) -> None:
-        """Quantize one full block from its residual page and give the page back (reference)."""
-        page = int(self.pool.page_of[block])
+    def quantize_blocks(self, blocks: list[int]) -> None:
+        """Quantize full blocks from their residual pages and give the pages back (reference).
+
+        Keys: min/max over each block's tokens per channel; values: per token in groups of G channels.
+        """
+        if not blocks:
+            return
+        ids = torch.tensor(blocks, dtype=torch.long, device=self.device)
+        pages = self.pool.page_of[blocks].long().to(self.device)
         bits, group = self.scheme.bits, self.scheme.group_size
-        kc, ks, kz = quantize_key_block(self.residual_key[page], bits, check_finite=False)
-        vc, vs, vz = quantize_value_groups(self.residual_value[page], bits, group, check_finite=False)
-        self.key_codes[block] = pack_codes(kc, bits)
-        self.value_codes[block] = pack_codes(vc, bits)
-        self.key_scale[block], self.key_zero[block] = ks, kz
-        self.value_scale[block], self.value_zero[block] = vs, vz
-        self.pool.release(block)
+        kc, ks, kz = quantize_asymmetric(self.residual_key[pages], bits, 1, check_finite=False)
+        n, b, h, dv = self.residual_value[pages].shape
+        vc, vs, vz = quantize_value_groups(self.residual_value[pages].reshape(n * b, h, dv), bits, group,
+                                           check_finite=False)
+        self.key_codes[ids] = pack_codes(kc, bits)
+        self.value_codes[ids] = pack_codes(vc.reshape(n, b, h, dv), bits)
+        self.key_scale[ids], self.key_zero[ids] = ks.squeeze(1), kz.squeeze(1)
+        self.value_scale[ids] = vs.reshape(n, b, h, -1)
+        self.value_zero[ids] = vz.reshape(n, b, h, -1)
+        for block in blocks:
+            self.pool.release(block)
 
     # -- read ------------------------------------------------------------------------------------------
 
@@ -233,6 +242,13 @@ class LowBitPagedCache:
         k[res] = self.residual_key[page[res], offs[res]].to(dtype)
         v[res] = self.residual_value[page[res], offs[res]].to(dtype)
         return k, v
+
+    def dequantize(self, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole cache as real values ``[num_blocks, block_size, num_kv_heads, head_size]``
+        (residual blocks as their bf16 values; never-written slots NaN)."""
+        k, v = self.gather(torch.arange(self.num_blocks, device=self.device), self.num_slots, dtype)
+        return (k.reshape(self.num_blocks, self.block_size, self.num_kv_heads, self.head_size),
+                v.reshape(self.num_blocks, self.block_size, self.num_kv_heads, self.head_size_v))
 
     def residual_tokens(self) -> int:
         """Tokens currently held in bf16 residual pages."""

@@ -1,8 +1,10 @@
 """``kvlab bench``: time kvlab's Triton kernels on a CUDA GPU (see :mod:`kvlab.bench`).
 
-``kvlab bench`` runs the decode grid for every scheme, torch SDPA as the reference, a prefill chunk
-and the cache write, prints a table and saves ``benchmarks/results/decode_<GPU>.csv``.
-``--sweep`` times tile shapes, warps, pipeline depths and split-K counts instead (tuning data).
+``kvlab bench`` runs the decode grid and the prefill cases for every scheme, each row beside three
+baselines measured in the same run (torch SDPA with its default dispatch, SDPA with the flash
+backend forced, the physical floor), and the cache writes; it prints a table and saves
+``benchmarks/results/decode_<GPU>.csv``. ``--sweep`` times candidate launch shapes beside the
+automatic choice instead (tuning data, ``sweep_<GPU>.csv``).
 ``--interpreter`` is a tiny CPU smoke test of both kernels in Triton's interpreter.
 """
 
@@ -12,7 +14,7 @@ import argparse
 import os
 
 from kvlab.bench.config import DEFAULT_SCHEMES, BenchConfig
-from kvlab.quantization.schemes import SCHEME_NAMES
+from kvlab.quantization.schemes import KVLAB_SCHEME_NAMES, SCHEME_NAMES, VLLM_SCHEME_NAMES
 
 DEFAULT_OUT = os.path.join("benchmarks", "results")
 
@@ -29,9 +31,14 @@ def _ints(text: str) -> tuple[int, ...]:
 
 def _schemes(text: str) -> tuple[str, ...]:
     names = tuple(s.strip() for s in text.split(",") if s.strip())
+    low_bit = [s for s in names if s in KVLAB_SCHEME_NAMES]
+    if low_bit:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(low_bit)}: kvlab low-bit scheme(s), not vLLM --kv-cache-dtype values; this "
+            "benchmark times vLLM's formats, benchmarks/lowbit_bench.py times the low-bit ones")
     bad = [s for s in names if s not in SCHEME_NAMES]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown scheme(s) {bad}; valid: {', '.join(SCHEME_NAMES)}")
+        raise argparse.ArgumentTypeError(f"unknown scheme(s) {bad}; valid: {', '.join(VLLM_SCHEME_NAMES)}")
     return names
 
 
@@ -42,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--contexts", type=_ints, default=(1024, 8192, 32768),
                    help="decode context lengths in tokens (default 1024,8192,32768)")
     p.add_argument("--repeats", type=int, default=20, help="timed CUDA-graph replays per case (median)")
-    p.add_argument("--no-sdpa", action="store_true", help="skip the torch SDPA reference rows")
+    p.add_argument("--no-sdpa", action="store_true", help="skip the two torch SDPA baselines")
     p.add_argument("--out", default=DEFAULT_OUT, help="folder of the CSV (default benchmarks/results)")
     p.add_argument("--sweep", action="store_true", help="time tilings and split counts instead (tuning)")
     p.add_argument("--interpreter", action="store_true",
@@ -79,19 +86,22 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     config = BenchConfig(schemes=args.schemes, batches=args.batches, contexts=args.contexts,
                          repeats=args.repeats, sdpa=not args.no_sdpa)
-    from kvlab.bench.runner import csv_name, gpu_context, run_gpu_benchmark, run_sweep
+    from kvlab.bench.context import csv_name, gpu_context
+    from kvlab.bench.runner import run_gpu_benchmark, run_sweep
 
     ctx = gpu_context()
     print(f"{ctx.device}: device-to-device copy {ctx.copy_bw_gbps:.0f} GB/s (read + written bytes)")
+    path = os.path.join(args.out, csv_name(ctx.device, "sweep" if args.sweep else "decode"))
+
+    def save(rows_so_far) -> None:  # the CSV grows row by row: a run cut short keeps what it measured
+        write_csv(rows_so_far, path)
+
     if args.sweep:
         from kvlab.bench.sweeps import default_sweep
 
-        cases, tilings = default_sweep(config)
-        rows = run_sweep(config, cases, tilings, ctx)
-        path = os.path.join(args.out, csv_name(ctx.device, "sweep"))
+        rows = run_sweep(config, default_sweep(config), ctx, on_row=save)
     else:
-        rows = run_gpu_benchmark(config, ctx)
-        path = os.path.join(args.out, csv_name(ctx.device))
+        rows = run_gpu_benchmark(config, ctx, on_row=save)
     write_csv(rows, path)
     print(format_table(rows))
     print(f"saved {path}")

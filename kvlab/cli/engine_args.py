@@ -6,7 +6,7 @@ import argparse
 
 from kvlab.admission.policies import POLICY_NAMES
 from kvlab.cli.arg_types import max_model_len, token_count
-from kvlab.quantization import SCHEME_NAMES
+from kvlab.quantization import SCHEME_NAMES, get_scheme
 from kvlab.serving.config import EngineConfig
 from kvlab.sizing.profiles import PROFILE_NAMES
 
@@ -32,6 +32,13 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help='speculative decoding as JSON, e.g. \'{"method": "mtp", "num_speculative_tokens": 2}\' '
         "(methods: mtp, eagle, eagle3, draft_model with \"model\", ngram, suffix)",
+    )
+    p.add_argument(
+        "--decode-context-parallel-size",
+        "-dcp",
+        type=int,
+        default=1,
+        help="GPUs of the TP group a request's tokens are spread over (full attention / MLA; default 1)",
     )
     p.add_argument(
         "--mamba-cache-mode",
@@ -86,6 +93,11 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
     refuse to start), so that the first command a user types shows numbers rather than an error.
     """
     config = _engine_config(args, args.max_model_len)
+    # fp8_ds_mla is an MLA cache layout, not a scheme of the registry (EngineConfig checks it)
+    origin = "" if args.kv_cache_dtype == "fp8_ds_mla" else get_scheme(args.kv_cache_dtype).origin_note
+    if origin:
+        args.notes = [*getattr(args, "notes", []), f"note: {args.kv_cache_dtype} is a {origin} value "
+                      "(vLLM has no KV-cache format below 8 bits); its bytes are sized by vLLM's rules"]
     full = config.model_kv.max_position_embeddings
     if args.max_model_len is None and full:
         config = config.replace(max_model_len=-1)
@@ -117,6 +129,7 @@ def _engine_config(args: argparse.Namespace, max_len: int | None) -> EngineConfi
         num_gpu_blocks_override=args.num_gpu_blocks_override,
         speculative_config=getattr(args, "speculative_config", None),
         mamba_cache_mode=getattr(args, "mamba_cache_mode", "none"),
+        decode_context_parallel_size=getattr(args, "decode_context_parallel_size", 1),
     )
 
 

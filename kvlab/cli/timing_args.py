@@ -49,7 +49,9 @@ def add_timing_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check_timing_arguments(args: argparse.Namespace) -> None:
-    """Refuse flag combinations that need a time model without one."""
+    """Refuse flag combinations that need a time model without one, or that contradict each other."""
+    if args.sessions is not None and args.trace:
+        raise ValueError("--sessions builds its own requests: give either --sessions or --trace, not both")
     if args.gpu is None:
         for flag, value in (
             ("--gpu-memory-utilization", args.gpu_memory_utilization),

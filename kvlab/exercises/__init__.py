@@ -31,6 +31,7 @@ exercise  check                                what the learner writes
 10        :func:`check_decode_speedup`         the roofline speed-up over a bf16 cache
 11        :func:`check_cache_metrics`          perplexity, agreement and KL of a quantized cache
 12        :func:`check_decode_step_time`       a decode step's time from the roofline
+13        :func:`check_quantize_key_block`     KIVI keys of one block, per channel, packed
 ========  ===================================  ================================================
 
 :data:`kvlab.exercises.catalogue.EXERCISES` lists the notebooks, what each checks and the lesson it
@@ -44,6 +45,7 @@ from kvlab.exercises.admission import check_admission_need
 from kvlab.exercises.block_pool import check_block_pool
 from kvlab.exercises.capacity import check_bytes_per_token, check_kv_capacity
 from kvlab.exercises.lm_metrics import check_cache_metrics
+from kvlab.exercises.lowbit_keys import check_quantize_key_block
 from kvlab.exercises.quantization import check_quantize_int8, check_rounding_comparison
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.roofline import check_decode_bytes, check_decode_speedup
@@ -64,6 +66,7 @@ __all__ = [
     "check_decode_step_time",
     "check_int8_scores_kernel",
     "check_kv_capacity",
+    "check_quantize_key_block",
     "check_quantize_int8",
     "check_remove_skipped_blocks",
     "check_rounding_comparison",

@@ -94,6 +94,11 @@ EXERCISES: tuple[Exercise, ...] = (
         "weight GEMMs (compute or bandwidth bound), K/V reads with sliding windows and the cache write",
         "06_serving_what_if", (("decode_step_ms", "check_decode_step_time"),),
     ),
+    Exercise(
+        13, "ex13_kivi_key_block", "Quantize a block of keys per channel (KIVI, a kvlab scheme)",
+        "fp16 scale and zero point per (head, channel) over a block's tokens, and packed 2/4-bit codes",
+        "02_quantization_error", (("quantize_key_block", "check_quantize_key_block"),),
+    ),
 )
 
 

@@ -35,9 +35,11 @@ from kvlab.kvdata.synthetic import (
     synthetic_kv,
     synthetic_kv_source,
 )
+from kvlab.kvdata.timing_results import load_timing_validation
 from kvlab.kvdata.workloads import WORKLOAD_NAMES, WORKLOADS, workload
 
 __all__ = [
+    "load_timing_validation",
     "BENCHMARK_COLUMNS",
     "KV_SOURCES",
     "MINILM_DISTRIBUTION",

@@ -37,7 +37,8 @@ _INT_COLUMNS = ("batch", "context", "bytes")
 _FLOAT_COLUMNS = ("median_us", "gbps", "pct_copy_bw", "rel_err_truth", "copy_bw_gbps")
 #: Converted when present and not empty (``None`` when empty).
 _OPTIONAL_INT_COLUMNS = ("query_len", "num_splits", "tile_n", "num_warps", "num_stages")
-_OPTIONAL_FLOAT_COLUMNS = ("tflops",)
+_OPTIONAL_FLOAT_COLUMNS = ("tflops", "floor_us", "pct_floor", "sdpa_default_us", "sdpa_flash_us",
+                           "x_sdpa_default", "x_sdpa_flash")
 
 #: Files in ``benchmarks/results/`` that are not kernel results.
 _NOT_KERNEL_RESULTS = ("widgets_cpu.csv", "allocator_cpu.csv")

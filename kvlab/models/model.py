@@ -80,8 +80,21 @@ class LayerKV:
         kv_cache_dtype: str = "auto",
         model_dtype: str = "bfloat16",
         tensor_parallel_size: int = 1,
+        extra_retained_tokens: int = 0,
+        decode_context_parallel_size: int = 1,
     ) -> AttentionSpec:
-        """This layer's spec on one GPU."""
+        """This layer's spec on one GPU (``extra_retained_tokens``: kept beyond a sliding window;
+        ``decode_context_parallel_size``: GPUs a full-attention layer's tokens are spread over).
+
+        Raises:
+            ValueError: decode context parallelism on a sliding-window or chunked layer (vLLM asserts).
+        """
+        dcp = decode_context_parallel_size
+        if dcp > 1 and self.kind in ("sliding_window", "chunked_local"):
+            raise ValueError(
+                f"layer {self.name!r} is {self.kind}: vLLM does not support decode context parallelism "
+                "with sliding-window or chunked attention (decode_context_parallel_size must be 1)"
+            )
         if self.kind == "mla":
             return MLAAttentionSpec(
                 block_size=block_size,
@@ -90,6 +103,7 @@ class LayerKV:
                 kv_cache_dtype=kv_cache_dtype,
                 model_dtype=model_dtype,
                 element_bytes=self.element_bytes,
+                dcp_world_size=dcp,
             )
         common = dict(
             block_size=block_size,
@@ -100,10 +114,12 @@ class LayerKV:
             model_dtype=model_dtype,
         )
         if self.kind == "sliding_window":
-            return SlidingWindowSpec(**common, sliding_window=self.sliding_window)
+            return SlidingWindowSpec(
+                **common, sliding_window=self.sliding_window, extra_retained_tokens=extra_retained_tokens
+            )
         if self.kind == "chunked_local":
             return ChunkedLocalAttentionSpec(**common, attention_chunk_size=self.attention_chunk_size)
-        return FullAttentionSpec(**common)
+        return FullAttentionSpec(**common, dcp_world_size=dcp)
 
 
 @dataclass(frozen=True)
@@ -125,6 +141,8 @@ class ModelKV:
         mtp_layers: multi-token-prediction modules shipped with the model (used only when
             speculative decoding with ``method="mtp"`` is on).
         mamba_chunk_size: the state kernel's chunk (tokens), used to align blocks in ``"align"`` mode.
+        hidden_size: the residual width (elements), ``None`` = unknown (MLA and hybrid models'
+            width is not query heads × head size).
     """
 
     name: str
@@ -138,9 +156,10 @@ class ModelKV:
     state_layers: tuple[StateLayerKV, ...] = ()
     mtp_layers: int = 0
     mamba_chunk_size: int | None = None
+    hidden_size: int | None = None
 
     def __post_init__(self) -> None:
-        for field in ("num_attention_heads", "num_parameters", "num_active_parameters"):
+        for field in ("num_attention_heads", "num_parameters", "num_active_parameters", "hidden_size"):
             if getattr(self, field) is not None:
                 require_positive_int(getattr(self, field), f"{field} of model {self.name!r}")
         if (
@@ -174,6 +193,8 @@ class ModelKV:
         block_alignment: int | None = None,
         num_speculative_tokens: int = 0,
         extra_layers: tuple[LayerKV, ...] = (),
+        extra_retained_tokens: int = 0,
+        decode_context_parallel_size: int = 1,
     ) -> dict[str, KVCacheSpec]:
         """``{layer name: spec}`` on one GPU of a ``tensor_parallel_size``-way group.
 
@@ -191,17 +212,31 @@ class ModelKV:
             block_alignment: attention kernel block alignment (default 16, 64 for MLA).
             num_speculative_tokens: speculative tokens (extra state pages and conv rows).
             extra_layers: draft-model / MTP attention layers added by speculative decoding.
+            extra_retained_tokens: tokens sliding-window layers keep beyond the window (MTP's
+                proposed tokens in vLLM's new manager).
+            decode_context_parallel_size: GPUs of the TP group a request's tokens are spread over
+                (full-attention and MLA layers only).
 
         Raises:
             ValueError: a split vLLM refuses (query or KV heads not divisible by the TP size).
         """
         require_positive_int(tensor_parallel_size, "tensor_parallel_size")
         check_tensor_parallel(self.num_attention_heads, tensor_parallel_size, f"model {self.name!r}")
+        require_positive_int(decode_context_parallel_size, "decode_context_parallel_size")
+        if tensor_parallel_size % decode_context_parallel_size:
+            raise ValueError(
+                f"decode_context_parallel_size ({decode_context_parallel_size}) must divide "
+                f"tensor_parallel_size ({tensor_parallel_size}): vLLM spreads a request's tokens over "
+                "GPUs of the tensor-parallel group"
+            )
         layers = [layer for layer in (*self.layers, *extra_layers) if layer.kv_shared_with is None]
 
         def attention(block: int) -> dict[str, KVCacheSpec]:
             return {
-                layer.name: layer.spec(block, kv_cache_dtype, self.dtype, tensor_parallel_size)
+                layer.name: layer.spec(
+                    block, kv_cache_dtype, self.dtype, tensor_parallel_size, extra_retained_tokens,
+                    decode_context_parallel_size,
+                )
                 for layer in layers
             }
 

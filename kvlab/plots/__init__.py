@@ -11,6 +11,7 @@ from kvlab.plots.quantization import (
     attention_error_figure,
     error_heatmaps_figure,
     error_histogram_figure,
+    error_log_range,
     scale_bytes_figure,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "attention_error_figure",
     "error_heatmaps_figure",
     "error_histogram_figure",
+    "error_log_range",
     "scale_bytes_figure",
 ]

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from kvlab.analysis import ConcurrencyPoint, GroupBlocks, LayerTypeBytes
 from kvlab.plots.palette import GREY, GREY_DARK, KIND_COLORS, OKABE_ITO, categorical
-from kvlab.plots.style import figure
+from kvlab.plots.style import figure, log_axis_ticks
 
 GIB = 2**30
 
@@ -98,5 +98,10 @@ def concurrency_figure(
     if current_len is not None:
         shapes.append(dict(type="line", yref="paper", y0=0, y1=1, x0=current_len, x1=current_len,
                            line=dict(color=OKABE_ITO["vermillion"], dash="dash")))
+    lengths = [p.max_model_len for pts in curves.values() for p in pts]
+    values = [p.max_concurrency for pts in curves.values() for p in pts if p.max_concurrency] + [1.0]
+    x_ticks = log_axis_ticks(min(lengths), max(lengths), base2=True) if lengths else {}
+    y_ticks = log_axis_ticks(min(values), max(values))
     return figure(traces, title, "max_model_len (tokens, log scale)", "max concurrency (requests, log scale)",
-                  xaxis=dict(type="log"), yaxis=dict(type="log"), shapes=shapes, height=340)
+                  xaxis=dict(type="log", **x_ticks), yaxis=dict(type="log", **y_ticks), shapes=shapes,
+                  height=340)

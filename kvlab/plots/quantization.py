@@ -31,6 +31,19 @@ def grid_columns(values: np.ndarray, first_row: int = 0) -> tuple[np.ndarray, np
     return idx % cols, idx // cols + np.int32(first_row), flat
 
 
+def error_log_range(*errors: np.ndarray) -> tuple[float, float]:
+    """``(bottom, top)`` of a log10 colour scale covering these absolute errors: the largest error at
+    the top, the 1st percentile of the non-zero ones (at most 4 decades lower) at the bottom.
+
+    Pass one range to several :func:`error_heatmaps_figure` calls so that their colours compare.
+    """
+    nonzero = np.concatenate([np.asarray(e, dtype=np.float64)[np.asarray(e) > 0] for e in errors])
+    if not nonzero.size:
+        return -1.0, 0.0
+    top = float(np.log10(nonzero.max()))
+    return max(float(np.log10(np.percentile(nonzero, 1))), top - 4.0), top
+
+
 def error_heatmaps_figure(
     k_error: np.ndarray,
     v_error: np.ndarray,
@@ -39,6 +52,7 @@ def error_heatmaps_figure(
     *,
     title: str,
     first_token: int = 0,
+    log_range: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Side-by-side heatmaps of ``|restored − original|`` for K and V of one head, on a log colour scale.
 
@@ -52,10 +66,11 @@ def error_heatmaps_figure(
         k_value, v_value: ``[tokens, channels]`` original values.
         title: figure title (scheme, head, data source).
         first_token: position of row 0 (tokens), for the axis.
+        log_range: ``(bottom, top)`` of the colour scale (log10 of the error), shared with other
+            figures (:func:`error_log_range`; the colour bar then says so); default: these errors'.
     """
-    nonzero = np.concatenate([k_error[k_error > 0], v_error[v_error > 0]])
-    top = float(np.log10(nonzero.max())) if nonzero.size else 0.0
-    bottom = max(float(np.log10(np.percentile(nonzero, 1))), top - 4.0) if nonzero.size else -1.0
+    shared = log_range is not None
+    bottom, top = log_range if shared else error_log_range(k_error, v_error)
     floor = 10.0**bottom
     traces = []
     for i, (err, val, name) in enumerate(((k_error, k_value, "K"), (v_error, v_value, "V"))):
@@ -75,7 +90,8 @@ def error_heatmaps_figure(
         yaxis=axis(token, autorange="reversed"),
         yaxis2=axis(token, autorange="reversed", anchor="x2"),
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=bottom, cmax=top,
-                       colorbar=dict(title=dict(text="|error|<br>(value units,<br>log scale)"),
+                       colorbar=dict(title=dict(text="|error|<br>(value units,<br>log scale"
+                                                     + (",<br>shared scale)" if shared else ")")),
                                      **log_color_ticks(int(np.ceil(bottom)), int(np.floor(top))))),
         annotations=[
             dict(text=f"<b>{t}</b>: |error|", x=x, y=1.0, xref="paper", yref="paper", xanchor="center",
@@ -136,10 +152,12 @@ def scale_bytes_figure(rows: Sequence[SchemeBytes], *, highlight: str | None = N
     )
     scales = go.Bar(
         x=names, y=[r.scale_bytes for r in rows], name="fp32 scales", marker=dict(color=GREY),
-        customdata=[100 * r.scale_fraction for r in rows],
-        hovertemplate="%{x}<br>scales %{y:,} B (%{customdata:.1f} % of the token)<extra></extra>",
+        customdata=[[100 * r.scale_fraction, 100 * r.scale_overhead] for r in rows],
+        hovertemplate=("%{x}<br>scales %{y:,} B: %{customdata[0]:.1f} % of the token, "
+                       "+%{customdata[1]:.1f} % on the data<extra></extra>"),
     )
-    notes = [dict(x=r.scheme, y=r.total_bytes, text=f"+{100 * r.scale_fraction:.1f} %",
+    # "+x %" reads as "x % more than the data": the scales over the data, as the lesson's text says it
+    notes = [dict(x=r.scheme, y=r.total_bytes, text=f"+{100 * r.scale_overhead:.1f} %",
                   showarrow=False, yshift=10) for r in rows if r.scale_bytes]
     return figure([data, scales], title, "KV-cache dtype", "bytes per token per layer (bytes)",
                   barmode="stack", annotations=notes)

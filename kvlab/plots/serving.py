@@ -30,17 +30,19 @@ def dtype_capacity_figure(
         marker=dict(symbol="x", size=12, color=GREY_DARK), hovertext=[errors.get(n, "") for n in failed],
         hovertemplate="%{x}: %{hovertext}<extra></extra>",
     )
-    return figure([bars, marks], title, "KV-cache dtype", "max concurrency (requests of max_model_len)",
+    # two short lines: one long line is clipped by the 200-pixel-high plotting area
+    return figure([bars, marks], title, "KV-cache dtype", "max concurrency<br>(requests of max_model_len)",
                   xaxis=dict(type="category", categoryorder="array", categoryarray=names), height=320)
 
 
 def queues_figure(result: SimulationResult, *, title: str) -> go.Figure:
-    """Running and waiting requests after every step, with preemptions and finishes marked."""
+    """Requests in each step's batch (those still running plus those that finished in the step, as
+    ``summary.peak_running`` counts them) and waiting requests, with preemptions marked."""
     steps = [r.step for r in result.timeline]
     traces = [
-        go.Scatter(x=steps, y=[r.num_running for r in result.timeline], name="running", mode="lines",
-                   line=dict(color=STATE_COLORS["decode"], width=2),
-                   hovertemplate="step %{x}: %{y} running<extra></extra>"),
+        go.Scatter(x=steps, y=[r.num_running + len(r.finished) for r in result.timeline], name="running",
+                   mode="lines", line=dict(color=STATE_COLORS["decode"], width=2),
+                   hovertemplate="step %{x}: %{y} running in the step<extra></extra>"),
         go.Scatter(x=steps, y=[r.num_waiting for r in result.timeline], name="waiting", mode="lines",
                    line=dict(color=GREY_DARK, width=2, dash="dot"),
                    hovertemplate="step %{x}: %{y} waiting<extra></extra>"),

@@ -75,3 +75,24 @@ def format_bytes(n: float) -> str:
         if abs(n) >= size:
             return f"{n / size:,.2f} {unit}"
     return f"{n:,.0f} B"
+
+
+def log_axis_ticks(low: float, high: float, *, base2: bool = False) -> dict:
+    """Tick values and labels for a log axis spanning ``[low, high]``, each label a whole number
+    (no "2" or "5" without its decade, which plotly's default minor labels show).
+
+    ``base2=True`` ticks powers of two (token lengths: 1,024 … 131,072); otherwise 1-2-5 per decade
+    (0.5, 1, 2, 5, 10, 20 …). Returns ``tickvals``/``ticktext`` for an axis dict.
+    """
+    if not (low > 0 and high >= low):
+        return {}
+    if base2:
+        values = [2.0**k for k in range(int(np.floor(np.log2(low))), int(np.ceil(np.log2(high))) + 1)]
+    else:
+        values = [m * 10.0**e for e in range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+                  for m in (1, 2, 5)]
+        values = [v for v in values if low / 2.5 <= v <= high * 2.5]
+    if base2 and len(values) > 9:  # keep about eight labels: every other power of two
+        values = values[len(values) % 2::2]
+    return dict(tickvals=values, ticktext=[f"{v:,.0f}" if v >= 1 else f"{v:g}" for v in values])
+

@@ -78,16 +78,32 @@ def validation_figure(rows: Sequence[Mapping], variant: str = "fitted_gemm") -> 
 def latency_figure(series: Mapping[str, Sequence[float]], *, what: str = "TPOT") -> go.Figure:
     """Box plots of a latency (ms) per configuration, e.g. ``{"bfloat16": tpots_ms, …}``."""
     traces = [
-        go.Box(y=column(list(v)), name=name, boxpoints=False, marker=dict(color=scheme_color(name)))
+        go.Box(
+            y=column(list(v)),
+            name=name,
+            boxpoints=False,
+            marker=dict(color=scheme_color(name)),
+            hovertemplate=f"{name}<br>{what} %{{y:,.2f}} ms<extra></extra>",
+        )
         for name, v in series.items()
     ]
     return figure(traces, f"{what} per configuration", "configuration", f"{what} (ms)", height=360)
 
 
-def timeline_figure(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *, what: str) -> go.Figure:
-    """Lines of ``{name: (times_s, values)}``, e.g. running requests or tokens/s against time."""
+def timeline_figure(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *, what: str, unit: str
+) -> go.Figure:
+    """Lines of ``{name: (times_s, values)}``, e.g. running requests or tokens/s against time;
+    the y axis reads ``what (unit)``."""
     traces = [
-        go.Scatter(x=column(list(t)), y=column(list(v)), mode="lines", name=name, line=dict(shape="hv"))
+        go.Scatter(
+            x=column(list(t)),
+            y=column(list(v)),
+            mode="lines",
+            name=name,
+            line=dict(shape="hv"),
+            hovertemplate=f"{name}<br>%{{x:.2f}} s: %{{y:,.1f}} {unit}<extra></extra>",
+        )
         for name, (t, v) in series.items()
     ]
-    return figure(traces, f"{what} over time", "time (s)", what, height=360)
+    return figure(traces, f"{what} over time", "time (s)", f"{what} ({unit})", height=360)

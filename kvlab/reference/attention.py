@@ -21,13 +21,14 @@ Everything runs in float64 on the device of the inputs, in query chunks so long 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 
 from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.paged_cache import PagedKVCache
-from kvlab.validation import require_float, require_rank
+from kvlab.validation import require_float, require_positive_finite, require_rank
 
 #: Query rows processed at once per sequence; bounds the float64 score matrix to
 #: ``num_q_heads × 256 × seq_len`` values.
@@ -46,8 +47,17 @@ def check_attention_options(
     if sliding_window is not None and (isinstance(sliding_window, bool) or not isinstance(sliding_window, int)
                                        or sliding_window < 1):
         raise ValueError(f"sliding_window must be None or an integer >= 1 (tokens), got {sliding_window!r}")
-    if softcap is not None and not (isinstance(softcap, (int, float)) and softcap > 0):
-        raise ValueError(f"softcap must be None or a number > 0, got {softcap!r}")
+    # c = inf would compute inf * tanh(S / inf) = inf * 0 = NaN; "no cap" is spelled None
+    if softcap is not None and (
+        isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not 0 < softcap < math.inf
+    ):
+        raise ValueError(f"softcap must be None (no cap) or a finite number > 0, got {softcap!r}")
+
+
+def check_softmax_scale(scale: float | None) -> None:
+    """Validate a softmax scale: ``None`` (``1 / sqrt(head_size)``) or a finite number > 0."""
+    if scale is not None:
+        require_positive_finite(scale, "scale", "multiplies q.k; None for 1/sqrt(head_size)")
 
 
 def _attend_one_sequence(
@@ -121,6 +131,7 @@ def reference_attention(
     head_size = query.shape[2]
     num_kv_heads = keys[0].shape[1] if batch.num_seqs else 1
     check_attention_options(query.shape[1], num_kv_heads, sliding_window, softcap)
+    check_softmax_scale(scale)
     if scale is None:
         scale = head_size**-0.5
     starts = batch.query_start_loc.tolist()
@@ -131,6 +142,11 @@ def reference_attention(
         if k.dim() != 3 or k.shape[1] != num_kv_heads or k.shape[2] != head_size:
             raise ValueError(
                 f"keys[{i}] must be [seq_len, {num_kv_heads}, {head_size}], got {tuple(k.shape)}"
+            )
+        if v.dim() != 3 or v.shape[1] != num_kv_heads:
+            raise ValueError(
+                f"values[{i}] must be [seq_len, {num_kv_heads}, head_size_v] (as many heads as keys), "
+                f"got {tuple(v.shape)}"
             )
         if k.shape[0] < seq_lens[i] or v.shape[0] < seq_lens[i]:
             raise ValueError(f"keys[{i}]/values[{i}] hold fewer than seq_lens[{i}] = {seq_lens[i]} tokens")

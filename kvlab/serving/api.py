@@ -108,6 +108,8 @@ def admission_need(
         policy: a policy name or object; ``None`` = the configuration's.
     """
     require_positive_int(prompt_tokens, "prompt_tokens")
+    if config.decode_context_parallel_size > 1:
+        raise ValueError("admission_need does not model decode context parallelism; capacity sizes it")
     pol = get_policy(policy) if policy is not None else config.resolved_policy
     cfg = config if pol.name == config.resolved_policy.name else config.replace(policy=pol.name)
     plan = cfg.plan()

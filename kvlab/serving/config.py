@@ -47,6 +47,8 @@ class EngineConfig:
         speculative_config: ``--speculative-config`` (a :class:`~kvlab.models.SpeculativeConfig`, a
             dict or its JSON): the draft's KV layers, lookahead slots, extra state pages.
         mamba_cache_mode: state prefix caching of hybrid models: ``"none"``, ``"align"`` or ``"all"``.
+        decode_context_parallel_size: GPUs of the TP group a request's tokens are spread over
+            (``--decode-context-parallel-size``; full-attention and MLA models).
     """
 
     model: str | Path | ModelKV
@@ -65,6 +67,7 @@ class EngineConfig:
     async_scheduling: bool | None = None
     speculative_config: SpeculativeConfig | dict | str | None = None
     mamba_cache_mode: str = "none"
+    decode_context_parallel_size: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kv_cache_memory", parse_memory(self.kv_cache_memory, "kv_cache_memory"))
@@ -103,6 +106,16 @@ class EngineConfig:
         return self.speculative_config.num_speculative_tokens if self.speculative_config else 0
 
     @property
+    def extra_retained_tokens(self) -> int:
+        """Tokens sliding-window layers keep beyond their window: with MTP, vLLM's new manager
+        (``vllm-0.33``) retains the proposed tokens too (``extra_retained_tokens =
+        num_speculative_tokens``), so each sliding group may need one more block per request."""
+        spec = self.speculative_config
+        if spec is None or spec.method != "mtp" or self.resolved_profile.name != "vllm-0.33":
+            return 0
+        return spec.num_speculative_tokens
+
+    @property
     def resolved_profile(self) -> Profile:
         return get_profile(self.profile)
 
@@ -136,6 +149,8 @@ class EngineConfig:
             mamba_cache_mode=self.mamba_cache_mode,
             num_speculative_tokens=self.num_lookahead_tokens,
             extra_layers=spec.draft_layers(self.model_kv) if spec else (),
+            extra_retained_tokens=self.extra_retained_tokens,
+            decode_context_parallel_size=self.decode_context_parallel_size,
         )
 
     def hybrid_block_choice(self) -> HybridBlockChoice | None:
@@ -168,12 +183,12 @@ class EngineConfig:
         """A fresh :class:`KVCacheManager` for this configuration.
 
         Raises:
-            ValueError: for hybrid state models (the allocator has no state-page manager yet).
+            ValueError: decode context parallelism, or ``mamba_cache_mode="all"`` (not simulated).
         """
-        if self.model_kv.state_layers:
+        if self.decode_context_parallel_size > 1:
             raise ValueError(
-                f"{self.model_kv.name}: the block allocator and simulator do not manage state (Mamba / "
-                "linear-attention) pages yet; capacity and admission_need size this model"
+                "the block allocator and simulator do not model decode context parallelism; capacity "
+                "sizes it (decode_context_parallel_size > 1)"
             )
         prof = self.resolved_profile
         return KVCacheManager(
@@ -216,6 +231,7 @@ def _plan(config: EngineConfig) -> KVCachePlan:
         config.num_gpu_blocks_override,
         config.speculative_config,
         config.mamba_cache_mode,
+        config.decode_context_parallel_size,
     )
     plan = _PLANS.get(key)
     if plan is None:

@@ -87,7 +87,8 @@ def run_simulation(
         for rid in record.finished:
             arrivals.finished(rid, clock.now if clock is not None else step)
             del live[rid]
-        bar.update(len(record.finished) + len(record.rejected))
+        if record.finished or record.rejected:
+            bar.update(len(record.finished) + len(record.rejected))
         record.num_running = len(scheduler.running)
         record.num_waiting = len(scheduler.waiting)
         if detail == "ids":

@@ -57,6 +57,7 @@ class MLAAttentionSpec(FullAttentionSpec):
         require_positive_int(self.block_size, "block_size")
         require_positive_int(self.num_kv_heads, "num_kv_heads")
         require_positive_int(self.head_size, "head_size")
+        require_positive_int(self.dcp_world_size, "decode_context_parallel_size")
         object.__setattr__(self, "head_size_v", self.head_size)
         require_choice(self.model_dtype, MODEL_DTYPES, "model_dtype")
         require_choice(self.kv_cache_dtype, tuple(MLA_ELEMENT_BYTES), "kv_cache_dtype of an MLA layer")

@@ -113,12 +113,22 @@ class AttentionSpec:
 @dataclass(frozen=True)
 class FullAttentionSpec(AttentionSpec):
     """A layer that keeps every token. ``sliding_window`` / ``attention_chunk_size`` are only set
-    when a windowed layer was promoted to full allocation; they do not change the footprint."""
+    when a windowed layer was promoted to full allocation; they do not change the footprint.
+
+    ``dcp_world_size``: with decode context parallelism each GPU of the group keeps one
+    ``dcp``-th of a request's tokens, so a request needs ``cdiv(cdiv(L, dcp), B)`` blocks
+    (``FullAttentionSpec.max_memory_usage_bytes`` in vLLM's ``kv_cache_interface.py``).
+    """
 
     kind: ClassVar[str] = "full"
 
     sliding_window: int | None = None
     attention_chunk_size: int | None = None
+    dcp_world_size: int = 1
+
+    def max_blocks_per_request(self, max_model_len: int, in_flight_tokens: int) -> int:
+        """``cdiv(cdiv(L, dcp), B)``: each GPU of a DCP group holds its share of the tokens."""
+        return cdiv(cdiv(max_model_len, self.dcp_world_size), self.block_size)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,9 @@ def estimate_kv_cache_memory(
 ) -> GPUMemoryEstimate:
     """The KV-cache memory one GPU of the group has left (an estimate, bytes).
 
-    The hidden size of the activation estimate is taken as query heads × head size.
+    The hidden size of the activation estimate is the model's ``hidden_size`` when its config gives
+    one, else query heads × head size (which overstates it for MLA: 128 × 576 for DeepSeek-V3,
+    whose residual is 7,168 wide).
 
     Raises:
         ValueError: an unknown GPU, utilization outside (0, 1], a model without a parameter count,
@@ -37,7 +39,7 @@ def estimate_kv_cache_memory(
             f"model {model.name!r} has no parameter count, so its weights cannot be subtracted; add "
             '"num_parameters" to its config.json or give --kv-cache-memory instead'
         )
-    hidden = (model.num_attention_heads or 1) * model.layers[0].head_size
+    hidden = model.hidden_size or (model.num_attention_heads or 1) * model.layers[0].head_size
     return kv_cache_memory_from_gpu(
         profile.memory_bytes,
         gpu_memory_utilization,

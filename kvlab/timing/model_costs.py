@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from kvlab.models.model import ModelKV
+from kvlab.quantization import get_scheme, kv_bytes_per_token
 from kvlab.sizing.gpu_memory import WEIGHT_COMPUTE_DTYPE, WEIGHT_DTYPES, weight_bytes
 from kvlab.validation import require_choice, require_positive_int
 
@@ -95,10 +98,13 @@ class ModelCosts:
         active = model.num_active_parameters or model.num_parameters
         q_heads = max(1, model.num_attention_heads // tp)
         shapes: dict[tuple[int, int, int | None], int] = {}
+        scheme = get_scheme(kv_cache_dtype, getattr(torch, model.dtype))
         for layer in model.layers:
-            spec = layer.spec(1, kv_cache_dtype, model.dtype, tp)
+            per_token = kv_bytes_per_token(
+                scheme, layer.kv_heads_per_gpu(tp), layer.head_size, layer.head_size_v
+            )
             window = layer.sliding_window if layer.kind == "sliding_window" else layer.attention_chunk_size
-            key = (layer.head_size, spec.real_page_size_bytes, window)
+            key = (layer.head_size, per_token, window)
             shapes[key] = shapes.get(key, 0) + 1
         groups = tuple(
             LayerGroupCost(n, q_heads, head, bpt, window) for (head, bpt, window), n in shapes.items()

@@ -6,6 +6,7 @@ Display ``explorer.ui`` (or the explorer itself) in a notebook; tests and benchm
 library (:mod:`kvlab.serving`, :mod:`kvlab.analysis`, …) and the figures from :mod:`kvlab.plots`.
 
 * :func:`build_memory_explorer` — bytes per token, pool, capacity and concurrency of a model;
+* :func:`build_family_picker` — each model family's memory trick and where a request's bytes go;
 * :func:`build_quantization_explorer` — K/V error heatmaps, error histogram, attention error vs
   context, scale bytes;
 * :func:`build_admission_explorer` — two admission policies side by side: timeline, blocks, gate;
@@ -16,6 +17,7 @@ library (:mod:`kvlab.serving`, :mod:`kvlab.analysis`, …) and the figures from 
 
 from kvlab.widgets.admission_explorer import build_admission_explorer
 from kvlab.widgets.block_map import build_block_map
+from kvlab.widgets.family_picker import build_family_picker
 from kvlab.widgets.debounce import Debouncer
 from kvlab.widgets.explorer import Explorer
 from kvlab.widgets.kernel_explorer import build_kernel_explorer
@@ -30,6 +32,7 @@ __all__ = [
     "StatusLine",
     "build_admission_explorer",
     "build_block_map",
+    "build_family_picker",
     "build_kernel_explorer",
     "build_memory_explorer",
     "build_quantization_explorer",

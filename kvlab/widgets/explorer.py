@@ -14,7 +14,8 @@ as the answer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
@@ -25,6 +26,27 @@ from kvlab.widgets.stale import clear_panel, mark_figure_stale
 from kvlab.widgets.status import StatusLine
 
 log = logging.getLogger(__name__)
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the body with one intra-op torch thread, then restore the previous count.
+
+    An explorer's tensors are small: splitting them over threads costs more than it saves, and on
+    a busy 2-core machine (a classroom server, Binder) waiting threads multiply the time. Measured
+    with ``benchmarks/widgets_bench.py``: one quantization-explorer update 2,752 → 208 ms of CPU.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class Explorer:
@@ -96,7 +118,8 @@ class Explorer:
         self._current = set()
         writes = {name: getattr(panel, "writes", None) for name, panel in self.panels.items()}
         try:
-            new_figures = self._render() or {}
+            with one_torch_thread():
+                new_figures = self._render() or {}
             for name, fig in new_figures.items():
                 sync_figure(self.figures[name], fig)
                 self._current.add(name)

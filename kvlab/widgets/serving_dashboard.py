@@ -2,8 +2,10 @@
 
 Change the model, KV-cache dtype, memory, tensor parallelism, ``max_model_len``, chunk size, profile,
 admission policy and workload, and see at once: how many max-length requests fit under every KV dtype
-(``dtypes``), how the queues evolve (``queues``) and how full the pool gets (``pool``). The summary
-pane lists the plan's numbers and the run's outcome. All numbers come from :mod:`kvlab.serving`.
+(``dtypes``), how the queues evolve (``queues``) and how full the pool gets (``pool``); on a chosen GPU
+the same workload also runs in seconds (``time``: tokens per second; the summary adds wall time,
+TTFT and TPOT). The summary pane lists the plan's numbers and the run's outcome. All numbers come
+from :mod:`kvlab.serving` and :mod:`kvlab.timing`.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from functools import lru_cache
 import ipywidgets as widgets
 
 from kvlab.admission import POLICY_NAMES
-from kvlab.analysis import blocks_in_use
+from kvlab.analysis import blocks_in_use, tokens_per_second
+from kvlab.hardware import GPU_NAMES
 from kvlab.kvdata import WORKLOAD_NAMES, workload
 from kvlab.models import PRESET_NAMES
 from kvlab.plots.serving import dtype_capacity_figure, pool_usage_figure, queues_figure
 from kvlab.plots.style import format_bytes
 from kvlab.plots.tables import html_table
+from kvlab.plots.timing import timeline_figure
 from kvlab.serving import EngineConfig, capacity, simulate
-from kvlab.simulator import SimulationResult
+from kvlab.simulator import SimulationResult, steps_to_seconds
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.admission_explorer import stall_banner
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
@@ -37,6 +41,16 @@ def _run(config: EngineConfig, workload_name: str) -> SimulationResult:
     return simulate(config, workload(workload_name, config.max_model_len or 0), max_steps=5000)
 
 
+#: Arrivals of the step-based workloads, in seconds per step, for the timed run.
+SECONDS_PER_STEP = 0.05
+
+
+@lru_cache(maxsize=16)
+def _timed_run(config: EngineConfig, workload_name: str, gpu: str) -> SimulationResult:
+    requests = steps_to_seconds(workload(workload_name, config.max_model_len or 0), SECONDS_PER_STEP)
+    return simulate(config, requests, max_steps=5000, gpu=gpu)
+
+
 def build_serving_dashboard(
     *,
     model: str = "gemma-4-31b",
@@ -48,6 +62,7 @@ def build_serving_dashboard(
     profile: str = "vllm-0.33",
     policy: str = "vllm",
     workload_name: str = "chat burst",
+    gpu: str = "h100-sxm",
     debounce_s: float = 0.15,
 ) -> Explorer:
     """Build the dashboard (see the module docstring); arguments are the initial control values."""
@@ -69,11 +84,12 @@ def build_serving_dashboard(
         "policy": widgets.Dropdown(options=list(POLICY_NAMES), value=policy, description="policy"),
         "workload": widgets.Dropdown(options=list(WORKLOAD_NAMES), value=workload_name,
                                      description="workload"),
+        "gpu": widgets.Dropdown(options=list(GPU_NAMES), value=gpu, description="GPU"),
     }
     for w in c.values():
         labelled(w)
     figures = {"dtypes": empty_figure_widget(320), "queues": empty_figure_widget(300),
-               "pool": empty_figure_widget(300)}
+               "pool": empty_figure_widget(300), "time": empty_figure_widget(300)}
     summary = NumberPanel()
 
     def config(dtype: str) -> EngineConfig:
@@ -115,6 +131,15 @@ def build_serving_dashboard(
                 ["finished / rejected / unfinished", f"{s.finished} / {s.rejected} / {s.unfinished}"],
                 ["preemptions", f"{s.preemptions}"],
                 ["peak running / peak blocks", f"{s.peak_running} / {s.peak_blocks_in_use:,}"]]
+        timed = _timed_run(cfg, c["workload"].value, c["gpu"].value)
+        if timed.metrics is not None and timed.metrics.finished:
+            m = timed.metrics
+            rows += [[f"wall time on {c['gpu'].value} (model)", f"{m.wall_time_s:.2f} s"],
+                     ["output tokens/s", f"{m.output_tokens_per_s:,.0f}"],
+                     ["mean / p99 TTFT", f"{m.ttft.mean * 1e3:,.0f} / {m.ttft.p99 * 1e3:,.0f} ms"],
+                     ["mean / p99 TPOT", f"{m.tpot.mean * 1e3:,.1f} / {m.tpot.p99 * 1e3:,.1f} ms"]]
+            figs["time"] = timeline_figure({current: tokens_per_second(timed, 0.25)},
+                                           what=f"throughput on {c['gpu'].value}", unit="tokens/s")
         summary.value = (html_table(["", html.escape(f"{cfg.model_kv.name}, {current}, {cfg.profile}")], rows)
                          + stall_banner(f"{c['policy'].value} ({cfg.profile})", result))
         message = (f"{current}: max concurrency {plan.max_concurrency:.2f}; the workload takes {s.steps:,} "
@@ -132,7 +157,9 @@ def build_serving_dashboard(
         widgets.HBox([c["model"], c["kv_cache_dtype"], c["tensor_parallel_size"]]),
         widgets.HBox([c["kv_memory_gib"], c["max_model_len"], c["max_num_batched_tokens"]]),
         widgets.HBox([c["profile"], c["policy"], c["workload"]]),
-        explorer.status.widget, summary, figures["dtypes"], figures["queues"], figures["pool"],
+        widgets.HBox([c["gpu"]]),
+        explorer.status.widget, summary,
+        figures["dtypes"], figures["queues"], figures["pool"], figures["time"],
     ])
     explorer.update()
     return explorer

@@ -60,6 +60,8 @@ class AllocatorMachine(RuleBasedStateMachine):
         self.running: dict[str, TokenRequest] = {}
         self.slots: dict[str, int] = {}
         self.in_flight: dict[str, int] = {}
+        # tokens the last grow step counted as processed when it removed skipped blocks
+        self.processed: dict[str, int] = {}
         self.tables: dict[str, list[list]] = {}
         self.counter = 0
 
@@ -89,6 +91,7 @@ class AllocatorMachine(RuleBasedStateMachine):
         self.running[rid] = req
         self.slots[rid] = n_hit + n
         self.in_flight[rid] = n
+        self.processed[rid] = 0
 
     @precondition(lambda self: self.running)
     @rule(data=st.data(), chunk=st.integers(1, 24), lookahead=st.integers(0, 3))
@@ -100,6 +103,8 @@ class AllocatorMachine(RuleBasedStateMachine):
                 return self._release(rid)
             req.append_tokens([self.rng.randrange(10**6, 10**7)])
         n = min(chunk, req.num_tokens - req.num_computed_tokens)
+        lag = self.in_flight[rid] if self.skip_on == "processed" else 0
+        processed = req.num_computed_tokens - lag
         new = self.manager.allocate_slots(
             req, n, num_lookahead_tokens=lookahead, num_in_flight_tokens=self.in_flight[rid]
         )
@@ -108,6 +113,7 @@ class AllocatorMachine(RuleBasedStateMachine):
         self.slots[rid] = max(self.slots[rid], min(req.num_computed_tokens + n + lookahead, MAX_MODEL_LEN))
         req.num_computed_tokens += n
         self.in_flight[rid] = n
+        self.processed[rid] = processed
 
     @precondition(lambda self: self.running)
     @rule(data=st.data())
@@ -116,7 +122,7 @@ class AllocatorMachine(RuleBasedStateMachine):
 
     def _release(self, rid):
         self.manager.free(rid)
-        del self.running[rid], self.slots[rid], self.in_flight[rid]
+        del self.running[rid], self.slots[rid], self.in_flight[rid], self.processed[rid]
         self.tables.pop(rid, None)
 
     # -- §1.5 invariants ------------------------------------------------------------------------------------
@@ -175,6 +181,10 @@ class AllocatorMachine(RuleBasedStateMachine):
                 else:
                     first_real = nulls.index(False) if False in nulls else len(nulls)
                     assert not any(nulls[first_real:])
+                    # every block wholly before the window (as of the processed tokens of the last
+                    # step) was freed: W = 6, B = 4, 13 processed -> 13 - 6 + 1 = 8 skipped -> 2 nulls
+                    skipped = max(0, self.processed[rid] - m.spec.sliding_window + 1)
+                    assert first_real >= skipped // m.block_size, (rid, first_real, skipped)
             previous = self.tables.get(rid)
             if previous is not None:
                 for old, new in zip(previous, tables, strict=True):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kvlab.serving import EngineConfig, admission_need, capacity, simulate
+from kvlab.serving import EngineConfig, admission_need, simulate
 from kvlab.simulator import load_trace, make_request, multi_turn_workload, synthetic_workload
 
 GEMMA4 = dict(model="gemma-4-31b", kv_cache_memory="16GiB", tensor_parallel_size=2, max_model_len=131072)
@@ -51,26 +51,38 @@ def test_synthetic_run_conserves_blocks_and_finishes(profile, policy):
 
 
 def test_uncapped_gate_stalls_where_the_cap_admits():
+    """Gemma 4 31B, TP 2, 16 GiB: 13,107 blocks, 13,106 usable (block 0 is the null block); groups are
+    5 sliding (B = 16) + 1 full (B = 32). The uncapped gate of vLLM 0.20 charges a 120,000-token prompt
+    5 x 120,000 / 16 + 120,000 / 32 = 37,500 + 3,750 = 41,250 blocks: more than the whole pool, forever."""
     base = EngineConfig(**GEMMA4, profile="vllm-0.20")
     prompt = 120_000
     need = admission_need(base, prompt)
-    assert need.total > need.pool_blocks  # the uncapped gate asks for more than the whole pool
+    assert need.total == 41_250 and need.pool_blocks == 13_106
     workload = [make_request("long", prompt, 4)]
     stalled = simulate(base, workload)
     report = stalled.summary.stalled
     assert report is not None and report.request_id == "long"
-    assert report.need == need.total and report.pool_size == capacity(base).num_blocks - 1
+    assert report.need == 41_250 and report.pool_size == 13_106
+    assert "41,250 blocks" in report.reason and "13,106 usable" in report.reason
     capped = simulate(base.replace(policy="vllm"), workload)
     assert capped.summary.stalled is None and capped.summary.finished == 1
 
 
 def test_gate_need_vs_free_is_recorded_per_attempt():
+    """Six 2,000-token prompts, 4 outputs each, at most 4 running. A fresh prompt is charged
+    cdiv(2000, 16) = 125 blocks in each sliding group (below vLLM's cap of 577) and cdiv(2000, 32) = 63 in
+    the full group: 688 blocks. Step 0 admits r0-r3, each taking its 688 blocks from 13,106, 12,418,
+    11,042 ... free; they generate at steps 0-3 and free everything, so step 4 admits r4 and r5 from a
+    pool that is whole again."""
     config = EngineConfig(**GEMMA4, profile="vllm-0.21", max_num_seqs=4)
     result = simulate(config, synthetic_workload(6, prompt_tokens=2000, output_tokens=4, seed=0))
-    attempts = [a for rec in result.timeline for a in rec.attempts]
-    assert attempts and all(a.need == sum(a.per_group) for a in attempts)
-    assert all(a.admitted == (a.gate_passed and a.need <= a.free) for a in attempts if a.admitted)
-    assert {a.request_id for a in attempts if a.admitted} == {f"r{i}" for i in range(6)}
+    attempts = [(rec.step, a) for rec in result.timeline for a in rec.attempts]
+    assert [(step, a.request_id, a.free) for step, a in attempts] == [
+        (0, "r0", 13_106), (0, "r1", 12_418), (0, "r2", 11_730), (0, "r3", 11_042),
+        (4, "r4", 13_106), (4, "r5", 12_418),
+    ]
+    assert all(a.per_group == (125,) * 5 + (63,) and a.need == 688 for _, a in attempts)
+    assert all(a.gate_passed and a.admitted for _, a in attempts)
 
 
 def test_prompts_longer_than_max_model_len_are_rejected_with_a_reason():

@@ -179,3 +179,30 @@ def test_tensors_on_the_wrong_device_are_refused(target):
     k = torch.randn(3, 2, 64, device=wrong)
     with pytest.raises(ValueError, match=message):
         write_kv_cache(cache, k, k, torch.arange(3, device=wrong))
+
+
+@pytest.mark.parametrize("rows_per_program", [1, 2, 8, 64])
+@pytest.mark.parametrize("scheme", ["bfloat16", "int8_per_token_head", "fp8_e4m3"])
+def test_rows_per_program_do_not_change_the_bits(target, scheme, rows_per_program, gen):
+    """Programs take several (token, head) rows; 3 KV heads make programs end inside a token, and a
+    row count past the last token leaves programs half empty. The bits and the saturation counts
+    must not depend on how the rows are cut."""
+    from kvlab.kernels.cache_write import launch_cache_write
+
+    tokens, heads, head_size, block = (301, 3, 128, 16) if target.large else (7, 3, 40, 16)
+    num_blocks = tokens // block + 2
+    kw = _PER_TENSOR_SCALES if get_scheme(scheme).mode == QuantMode.FP8_PER_TENSOR else {}
+    ref, tri = _pair(scheme, (num_blocks, block, heads, head_size), target.device, torch.bfloat16, **kw)
+    k, v = _inputs(tokens, heads, head_size, torch.bfloat16, target.device, gen)
+    slots = _slots(tokens, num_blocks * block, target.device, gen, num_padding=2)
+    if slots[2] < 0:  # keep the outlier's token (see _inputs): the saturation count must count it
+        kept = int((slots[3:] >= 0).nonzero()[0]) + 3
+        slots[2], slots[kept] = slots[kept].clone(), slots[2].clone()
+    want = ref.write(*_on_cpu(k, v, slots))
+    saturated = torch.zeros(2 * tokens * heads, dtype=torch.int32, device=target.device)
+    launch_cache_write(tri, k, v, slots, saturated=saturated, rows_per_program=rows_per_program)
+    _assert_same_cache(ref, tri)
+    k_sat, v_sat = saturated.view(-1, 2).sum(dim=0).tolist()
+    assert (k_sat, v_sat) == (want.key_saturated, want.value_saturated)
+    if kw:
+        assert want.key_saturated > 0  # the 250.0 outlier over k_scale 0.02 saturates: the count is tested

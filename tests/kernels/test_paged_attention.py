@@ -63,6 +63,26 @@ def test_mixed_prefill_and_decode_batch(target, seed, scheme):
     _check(ex, target, scheme=scheme)
 
 
+@pytest.mark.parametrize("scheme", ["bfloat16", "int8_per_token_head", "fp8"])
+def test_prefill_chunks_over_a_context_longer_than_a_tile(target, seed, scheme):
+    """Chunks whose first query sits several key tiles into the sequence: the tiles left of it take
+    the kernel's unmasked path, the diagonal ones the masked path; a split adds segment edges."""
+    qlens, slens = ([70, 3, 1], [3000, 900, 500]) if target.large else ([5, 3], [150, 140])
+    ex = _example(target, seed, qlens, slens, hq=8, hkv=2, d=64, scheme=scheme)
+    _check(ex, target, scheme=scheme)
+    _check(ex, target, scheme=scheme, num_splits=3)
+
+
+def test_bf16_queries_beyond_fp16_range_over_an_fp16_cache(target, seed):
+    """bf16 queries read an fp16 cache with fp16 dots: the query is scaled by a power of two into
+    fp16's range (2^17 is past its largest finite value, 65504) and the scale is undone exactly."""
+    qlens, slens = ([1, 9], [777, 120]) if target.large else ([1, 4], [19, 26])
+    ex = _example(target, seed, qlens, slens, hq=4, hkv=1, d=64, scheme="float16")
+    ex.query.mul_(2.0**-12)  # N(0, 1) · 2^-12: a softmax that is not one-hot...
+    ex.query[0, 0, 3] = 2.0**17  # ...except for one head of one token, whose scores are huge
+    _check(ex, target, scheme="float16", scale=2.0**-11)
+
+
 def test_int8_truncation_as_vllm_stores_it(target, seed):
     qlens, slens = ([1, 5, 1], [900, 60, 2000]) if target.large else ([1, 5], [30, 21])
     ex = _example(target, seed, qlens, slens, hq=8, hkv=2, d=64, scheme="int8_per_token_head",
@@ -260,7 +280,8 @@ def test_split_k_heuristic():
     assert choose_num_splits(10_000, 512, 132) == 1  # the grid already fills the GPU
     one_seq = choose_num_splits(8, 32768 // 128, 132)  # B=1, 8 KV heads, 32K keys in 128-key tiles
     assert one_seq > 16 and 8 * one_seq >= 132
-    assert choose_num_splits(8, 8, 132) == 2  # short context: segments of >= 4 tiles
+    assert choose_num_splits(8, 8, 132) == 8  # short context: as many segments as tiles (33 wanted)
+    assert choose_num_splits(8, 512, 132, programs_per_sm=4) == 66  # 4 × 132 / 8 programs
     assert choose_num_splits(128, 256, 132) >= choose_num_splits(512, 256, 132)
 
 
@@ -274,6 +295,11 @@ def test_tiling_choice_and_validation():
     p = choose_tiling(group=4, head_size=128, head_size_v=128, kv_element_bytes=2, max_query_len=512,
                       max_seq_len=8192, num_tokens=8192, num_seqs=1, num_kv_heads=8, num_sms=132)
     assert p.block_q * 4 <= p.block_m and p.num_splits == 1
+    # one sequence of 1,024 tokens, bf16: 8 programs × 16 tiles of 64 keys < 2 × 132 programs wanted,
+    # so tiles shrink to 32 keys (8 × 32 = 256 tiles), then 33 segments are capped at 32 tiles
+    short = choose_tiling(group=4, head_size=128, head_size_v=128, kv_element_bytes=2, max_query_len=1,
+                          max_seq_len=1024, num_tokens=1, num_seqs=1, num_kv_heads=8, num_sms=132)
+    assert (short.tile_n, short.num_splits) == (32, 32)
     with pytest.raises(ValueError, match="power of two"):
         AttentionTiling(block_m=24, block_q=1, tile_n=64)
     with pytest.raises(ValueError, match="num_splits"):

@@ -106,7 +106,7 @@ def test_bad_inputs_are_refused(seed):
         paged_attention_reference(torch.cat([ex.query, ex.query]), ex.cache, ex.batch)
     with pytest.raises(ValueError, match="sliding_window must be None or an integer >= 1"):
         paged_attention_reference(ex.query, ex.cache, ex.batch, sliding_window=0)
-    with pytest.raises(ValueError, match="softcap must be None or a number > 0"):
+    with pytest.raises(ValueError, match=r"softcap must be None \(no cap\) or a finite number > 0"):
         paged_attention_reference(ex.query, ex.cache, ex.batch, softcap=-1.0)
     with pytest.raises(ValueError, match="query must have 3 dimensions"):
         paged_attention_reference(ex.query[0], ex.cache, ex.batch)

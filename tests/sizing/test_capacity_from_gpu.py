@@ -40,3 +40,12 @@ def test_tensor_parallelism_splits_the_weights(capsys):
                             "-tp", "4", "--max-model-len", "8192"])
     # weights 70.6e9 x 2 / 4 = 35.3e9; activations 8192 x 8192 x 36 / 4 + 1 GiB = 1,677,721,600 B
     assert one["kv_cache_memory_bytes"] == int(72e9) - int(70.6e9 * 2 / 4) - 1_677_721_600
+
+
+def test_mla_activation_estimate_uses_the_residual_width(capsys):
+    # DeepSeek-V3 at TP 8 on H200s (141e9 B): 0.9 x 141e9 = 126.9e9; weights 671e9 x 1 B (fp8) / 8
+    # = 83.875e9; activations 8192 x 7,168 (hidden_size, not 128 heads x 576) x 36 / 8 + 1 GiB
+    # = 264,241,152 + 1,073,741,824 B
+    out = run_json(capsys, ["--model", "deepseek-v3", "-tp", "8", "--block-size", "64", "--gpu", "h200",
+                            "--gpu-memory-utilization", "0.9", "--weight-dtype", "fp8", "--max-model-len", "32768"])
+    assert out["kv_cache_memory_bytes"] == int(126.9e9) - int(671e9 / 8) - 264_241_152 - 1_073_741_824

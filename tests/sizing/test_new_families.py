@@ -119,3 +119,29 @@ def test_kv_shared_layers_cost_nothing():
     shared = {layer.name: layer.kv_shared_with for layer in model.layers if layer.kv_shared_with}
     assert shared == {"layers.4": "layers.3", "layers.5": "layers.2"}
     assert sorted(model.layer_specs(16)) == ["layers.0", "layers.1", "layers.2", "layers.3"]
+
+
+def test_decode_context_parallelism_spreads_a_requests_tokens():
+    from kvlab.serving import EngineConfig, capacity
+
+    # DeepSeek-V3 at TP 8, DCP 8, block 64: one 163,840-token request holds cdiv(cdiv(163,840, 8), 64)
+    # = 320 blocks on each GPU instead of 2,560
+    base = EngineConfig("deepseek-v3", "20GiB", tensor_parallel_size=8, block_size=64, max_model_len=163840)
+    dcp = base.replace(decode_context_parallel_size=8)
+    assert capacity(base).blocks_per_max_request == 2560 and capacity(dcp).blocks_per_max_request == 320
+    assert capacity(dcp).num_blocks == capacity(base).num_blocks  # the pool itself is unchanged
+    with pytest.raises(ValueError, match="must divide tensor_parallel_size"):
+        base.replace(decode_context_parallel_size=3).plan()
+    with pytest.raises(ValueError, match="does not support decode context parallelism with sliding"):
+        EngineConfig("gemma-4-31b", tensor_parallel_size=2, decode_context_parallel_size=2).plan()
+
+
+def test_what_is_not_simulated_is_refused_clearly():
+    from kvlab.serving import EngineConfig, admission_need
+
+    with pytest.raises(ValueError, match="do not model decode context parallelism"):
+        EngineConfig("deepseek-v3", tensor_parallel_size=8, decode_context_parallel_size=8,
+                     block_size=64).build_kv_cache_manager()
+    with pytest.raises(ValueError, match="admission_need does not model decode context parallelism"):
+        admission_need(EngineConfig("deepseek-v3", "20GiB", tensor_parallel_size=8, decode_context_parallel_size=8,
+                                    block_size=64, max_model_len=8192), 1000)

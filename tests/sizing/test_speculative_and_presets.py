@@ -109,3 +109,18 @@ def test_fp8_ds_mla_only_for_mla_models():
     ].page_size_bytes == 64 * 656
     with pytest.raises(ValueError):
         EngineConfig("llama-3.1-8b", kv_cache_dtype="fp8_ds_mla")
+
+
+def test_mtp_on_sliding_layers_retains_the_proposed_tokens_in_the_new_manager():
+    # Gemma 4 31B ships no MTP module in its config: give the draft's layer count explicitly.
+    # W = 1024, T = 2 x 8,192 (async, vllm-0.33), k = 2: cdiv(1,023 + 2 + 16,384, 16) + 1 = 1,090 blocks
+    # per sliding group instead of cdiv(1,023 + 16,384, 16) + 1 = 1,089
+    base = EngineConfig("gemma-4-31b", "40GiB", tensor_parallel_size=2, max_model_len=65536)
+    mtp = base.replace(speculative_config={"method": "mtp", "num_speculative_tokens": 2, "num_draft_layers": 1})
+    sliding = [r for g, r in zip(capacity(mtp).config.groups, capacity(mtp).blocks_per_request, strict=True)
+               if g.kind == "sliding_window"]
+    plain = [r for g, r in zip(capacity(base).config.groups, capacity(base).blocks_per_request, strict=True)
+             if g.kind == "sliding_window"]
+    assert set(sliding) == {1090} and set(plain) == {1089}
+    old = mtp.replace(profile="vllm-0.21")  # the classic manager keeps only the window
+    assert mtp.extra_retained_tokens == 2 and old.extra_retained_tokens == 0

@@ -121,6 +121,7 @@ def test_sessions_and_closed_loop_from_the_command_line(capsys):
         (["--gpu-memory-utilization", "0.9"], "--gpu-memory-utilization needs --gpu"),
         (["--gpu", "h100", "--max-concurrency", "0"], "max_concurrency must be >= 1"),
         (["--gpu", "h100", "--sessions", "0"], r"num_sessions \(--sessions\) must be >= 1"),
+        (["--gpu", "h100", "--sessions", "2", "--trace", "x.json"], "either --sessions or --trace"),
     ],
 )
 def test_bad_time_flags_get_one_clear_message(capsys, extra, message):
@@ -134,3 +135,17 @@ def test_weights_larger_than_the_gpu_say_by_how_much(capsys):
     argv = ["simulate", "--model", "llama-3.1-70b", "--gpu", "rtx-4090", "--gpu-memory-utilization", "0.9"]
     assert main(argv) == 2
     assert "exceed gpu_memory_utilization × GPU memory" in capsys.readouterr().err
+
+
+def test_a_scheme_without_measured_kernels_warns_in_the_output(capsys):
+    # the low-bit benchmark times kivi4's decode, but gives no FLOP rate for its prefill and no write
+    argv = [*BASE, "--gpu", "h100", "--kv-cache-dtype", "kivi4", "--block-size", "32"]
+    out = run_json(capsys, argv)
+    assert out["warnings"] == [
+        f"no measured kvlab {kind} efficiency for kv-cache dtype 'kivi4': using the pure roofline "
+        "(efficiency 1.0, no launch latency) for it"
+        for kind in ("prefill", "write")
+    ]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "warning: no measured kvlab write efficiency for kv-cache dtype 'kivi4'" in printed

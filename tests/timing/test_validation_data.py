@@ -69,3 +69,16 @@ def test_gemm_fit_recovers_known_efficiencies(seed):
     tokens = [4, 8192]
     secs = [max(2 * params * t / (gpu.bf16_flops * ec), wbytes / (gpu.memory_bandwidth * em)) for t in tokens]
     assert fit_gemm_efficiency(tokens, secs, params, wbytes, gpu) == pytest.approx((ec, em), rel=1e-9)
+
+
+def test_the_lesson_loads_the_committed_validation_rows(tmp_path):
+    from kvlab.kvdata import load_timing_validation
+    from kvlab.plots.timing import validation_figure
+
+    loaded = load_timing_validation(RESULTS)
+    steps = rows("timing_steps")
+    assert len(loaded) == len(steps) >= 8
+    assert [r["measured_us"] for r in loaded] == [float(r["measured_us"]) for r in steps]
+    fig = validation_figure(loaded)
+    assert sum(len(t.x) for t in fig.data if t.mode == "markers") == len(loaded)
+    assert load_timing_validation(tmp_path) is None
