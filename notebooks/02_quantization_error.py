@@ -96,7 +96,7 @@ for name, (k, v) in trips.items():
 # bits, so the error is *relative* (up to 1/16 of the value) and the scale hardly matters as long as
 # values stay in range. The largest values — the outlier channels — carry the largest errors (the
 # bright columns).
-
+#
 # Both heatmaps below use **one colour scale** (the same colour is the same error in both), so the
 # two formats can be compared at a glance.
 
