@@ -17,12 +17,13 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 NOTEBOOK_SOURCES := $(wildcard notebooks/*.py notebooks/*/*.py)
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test notebooks lint bench clean
+.PHONY: help lab test notebooks lint bench clean mutation
 
 help:
 	@echo "make lab    install into $(VENV) and open JupyterLab on notebooks/"
 	@echo "make test   install into $(VENV) and run the whole test suite"
 	@echo "make lint   ruff over the project"
+	@echo "make mutation  mutmut per package and its score (slow: hours on 2 cores; PACKAGES=\"admission\")"
 	@echo "make bench  CPU benchmarks (allocator, widgets); GPU kernels: kvlab bench"
 
 $(PY):
@@ -76,6 +77,11 @@ bench: $(VENV)/.dev-installed
 	$(PY) benchmarks/allocator_bench.py
 	$(PY) benchmarks/widgets_bench.py
 
+# mutation testing (mutmut, pinned in the dev extra); one package at a time: make mutation PACKAGES=admission
+PACKAGES ?= admission allocator sizing simulator quantization
+mutation: $(VENV)/.dev-installed
+	nice -n 10 $(PY) scripts/mutation.py $(PACKAGES)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info mutants
 	find notebooks -name '*.ipynb' -delete

@@ -2,7 +2,8 @@
 
     python benchmarks/timing_efficiencies.py
 
-Reads benchmarks/results/decode_*.csv (written by ``kvlab bench``), fits
+Reads benchmarks/results/decode_*.csv (written by ``kvlab bench``) and lowbit_*.csv (the low-bit
+schemes' benchmark, for the schemes the first does not measure), fits
 ``time = latency + bytes / (efficiency × peak bandwidth)`` per scheme for decode and cache write,
 and ``achieved / peak BF16 FLOP/s`` for prefill, prints the table and writes it to
 kvlab/timing/kernel_efficiency.csv (what the time model reads) and benchmarks/results/.
@@ -22,8 +23,14 @@ from kvlab.timing.kernel_fit import fit_kernel_csv, write_efficiency_table  # no
 
 def main() -> None:
     rows = []
-    for path in sorted((ROOT / "benchmarks" / "results").glob("decode_*.csv")):
-        rows += fit_kernel_csv(path, kernel="kvlab")
+    results = ROOT / "benchmarks" / "results"
+    # the main kernel benchmark first; the low-bit benchmark adds the schemes it alone measures
+    for path in [*sorted(results.glob("decode_*.csv")), *sorted(results.glob("lowbit_*.csv"))]:
+        with path.open() as f:
+            if not {"scheme", "kind", "median_us", "bytes", "device"} <= set(f.readline().strip().split(",")):
+                continue  # a summary table, not kernel timings
+        known = {(r.scheme, r.kind) for r in rows}
+        rows += [r for r in fit_kernel_csv(path, kernel="kvlab") if (r.scheme, r.kind) not in known]
     print(f"{'scheme':22} {'kind':8} {'eff':>6} {'latency us':>11} {'pts':>4}  gpu")
     for r in rows:
         print(f"{r.scheme:22} {r.kind:8} {r.efficiency:6.3f} {r.latency_s * 1e6:11.2f} {r.points:4}  {r.gpu}")

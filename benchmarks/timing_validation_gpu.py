@@ -11,6 +11,10 @@ CUDA graph and timed as the median of replays (kvlab.bench.measure). Two tables 
   efficiencies, which the model otherwise assumes);
 * ``timing_steps_<device>.csv``: whole steps at other points (decode batches × contexts × schemes,
   prefill chunks, a mixed step) — what ``benchmarks/timing_validation.py`` predicts and compares.
+
+The committed H100 steps were timed with the kernels as they were before the second round of kernel
+work (cache write, prefill and short-decode changes); the efficiencies the model now reads are
+fitted to the newer kernel benchmark. Re-running this script on the GPU refreshes both sides.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from kvlab.kernels.runtime import INTERPRET, tl, triton
 from kvlab.quantization.formats import SCALE_FLOOR
 from kvlab.quantization.per_token_head import ROUNDINGS
 from kvlab.quantization.schemes import QuantMode
-from kvlab.validation import require_choice, require_finite
+from kvlab.validation import require_choice
 
 # Quantization modes as constexprs, from the one enum that defines them.
 MODE_NONE: tl.constexpr = tl.constexpr(int(QuantMode.NONE))
@@ -251,9 +251,8 @@ def write_kv_cache(
     require_choice(rounding, ROUNDINGS, "rounding")
     if cache.scheme.mode == QuantMode.FP8_PER_TOKEN_HEAD and rounding != "nearest":
         raise ValueError("rounding='truncate' applies to int8 only; fp8 codes always round to nearest even")
-    if check_finite:
-        require_finite(key, "key")
-        require_finite(value, "value")
+    if check_finite:  # as the reference writer: rows with a negative slot are not stored, not checked
+        cache.check_finite_rows(key, value, slot_mapping)
     saturated = torch.zeros(2 * key.shape[0] * cache.num_kv_heads, dtype=torch.int32, device=key.device)
     launch_cache_write(cache, key, value, slot_mapping, rounding=rounding, saturated=saturated)
     num_written = int((slot_mapping >= 0).sum())

@@ -56,6 +56,23 @@ for dtype in ("auto", "fp8", "int8_per_token_head"):
 # twice what it should.
 
 # %% [markdown]
+# Below 8 bits there are no vLLM formats, but kvlab has three of its own (**kvlab schemes, not vLLM
+# `--kv-cache-dtype` values**, lesson 2 section 7). The same sizing rules apply to their bytes:
+
+# %%
+for dtype in ("int4_per_token_head", "kivi4", "kivi2"):
+    plan = capacity(base.replace(kv_cache_dtype=dtype))
+    full = plan.config.groups[-1]
+    print(f"{dtype:20s} bytes/block {plan.bytes_per_block:>9,}  max concurrency {plan.max_concurrency:5.2f}  "
+          f"full group: block {full.block_size}, page {full.page_size_bytes:,} B")
+
+# %% [markdown]
+# 2-bit KIVI fits about 4.6 times as many 32k-token requests as bfloat16. Its key scales belong to a
+# whole block, so a longer block makes them cheaper: the full layers, at block 32, pay half the key
+# scale bytes per token of the sliding ones at block 16. Whether the model still answers well at
+# 2 bits is lesson 2's frontier; this is only what the bytes buy.
+
+# %% [markdown]
 # ## 2. How little memory can this workload live with?
 
 # %%

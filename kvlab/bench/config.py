@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kvlab.quantization.schemes import SCHEME_NAMES
+from kvlab.quantization.schemes import VLLM_SCHEME_NAMES
 from kvlab.validation import require_choice, require_positive_int
 
 #: Schemes benchmarked by default: each distinct storage format once (``auto`` is bfloat16 here and
@@ -54,7 +54,7 @@ class BenchConfig:
 
     def __post_init__(self) -> None:
         for s in self.schemes:
-            require_choice(s, SCHEME_NAMES, "schemes")
+            require_choice(s, VLLM_SCHEME_NAMES, "schemes")  # low-bit ones: benchmarks/lowbit_bench.py
         for name in ("batches", "contexts", "write_tokens"):
             for v in getattr(self, name):
                 require_positive_int(v, name)

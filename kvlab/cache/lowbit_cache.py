@@ -243,6 +243,13 @@ class LowBitPagedCache:
         v[res] = self.residual_value[page[res], offs[res]].to(dtype)
         return k, v
 
+    def dequantize(self, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole cache as real values ``[num_blocks, block_size, num_kv_heads, head_size]``
+        (residual blocks as their bf16 values; never-written slots NaN)."""
+        k, v = self.gather(torch.arange(self.num_blocks, device=self.device), self.num_slots, dtype)
+        return (k.reshape(self.num_blocks, self.block_size, self.num_kv_heads, self.head_size),
+                v.reshape(self.num_blocks, self.block_size, self.num_kv_heads, self.head_size_v))
+
     def residual_tokens(self) -> int:
         """Tokens currently held in bf16 residual pages."""
         if not self.is_kivi:

@@ -223,6 +223,14 @@ class PagedKVCache:
 
     # -- write -------------------------------------------------------------------------------------
 
+    @staticmethod
+    def check_finite_rows(key: torch.Tensor, value: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+        """Refuse NaN/Inf in the rows a write stores; padding rows (negative slots) are never stored, so
+        they may hold anything (shared by the reference and the Triton writer)."""
+        pad = (slot_mapping < 0)[:, None, None]
+        require_finite(key.masked_fill(pad, 0), "key")
+        require_finite(value.masked_fill(pad, 0), "value")
+
     def check_write_args(self, key: torch.Tensor, value: torch.Tensor, slot_mapping: torch.Tensor) -> None:
         """Validate the arguments of a cache write (shared by the reference and the Triton writer)."""
         require_rank(key, 3, "key", "[num_tokens, num_kv_heads, head_size]")
@@ -286,10 +294,8 @@ class PagedKVCache:
         keep = slot_mapping >= 0
         slots = slot_mapping[keep].long()
         k, v = key[keep], value[keep]
-        if check_finite:  # padding rows (negative slots) are never stored, so they may hold anything
-            pad = (~keep)[:, None, None]
-            require_finite(key.masked_fill(pad, 0), "key")
-            require_finite(value.masked_fill(pad, 0), "value")
+        if check_finite:
+            self.check_finite_rows(key, value, slot_mapping)
         k_sat = v_sat = 0
         mode = self.scheme.mode
         if mode.is_per_token_head:

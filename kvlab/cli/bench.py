@@ -14,7 +14,7 @@ import argparse
 import os
 
 from kvlab.bench.config import DEFAULT_SCHEMES, BenchConfig
-from kvlab.quantization.schemes import SCHEME_NAMES
+from kvlab.quantization.schemes import KVLAB_SCHEME_NAMES, SCHEME_NAMES, VLLM_SCHEME_NAMES
 
 DEFAULT_OUT = os.path.join("benchmarks", "results")
 
@@ -31,9 +31,14 @@ def _ints(text: str) -> tuple[int, ...]:
 
 def _schemes(text: str) -> tuple[str, ...]:
     names = tuple(s.strip() for s in text.split(",") if s.strip())
+    low_bit = [s for s in names if s in KVLAB_SCHEME_NAMES]
+    if low_bit:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(low_bit)}: kvlab low-bit scheme(s), not vLLM --kv-cache-dtype values; this "
+            "benchmark times vLLM's formats, benchmarks/lowbit_bench.py times the low-bit ones")
     bad = [s for s in names if s not in SCHEME_NAMES]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown scheme(s) {bad}; valid: {', '.join(SCHEME_NAMES)}")
+        raise argparse.ArgumentTypeError(f"unknown scheme(s) {bad}; valid: {', '.join(VLLM_SCHEME_NAMES)}")
     return names
 
 

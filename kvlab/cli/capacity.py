@@ -87,8 +87,6 @@ def run(args: argparse.Namespace) -> int:
         f"{config.model_kv.name}  TP={config.tensor_parallel_size}  kv_cache_dtype={config.kv_cache_dtype}  "
         f"profile={plan.profile.name}  max_model_len={plan.max_model_len:,}"
     )
-    if origin_note:
-        print(f"note: {config.kv_cache_dtype} is a {origin_note} value: vLLM does not offer it")
     print_table(
         [
             [

@@ -6,7 +6,7 @@ import argparse
 
 from kvlab.admission.policies import POLICY_NAMES
 from kvlab.cli.arg_types import max_model_len, token_count
-from kvlab.quantization import SCHEME_NAMES
+from kvlab.quantization import SCHEME_NAMES, get_scheme
 from kvlab.serving.config import EngineConfig
 from kvlab.sizing.profiles import PROFILE_NAMES
 
@@ -93,6 +93,11 @@ def engine_config(args: argparse.Namespace) -> EngineConfig:
     refuse to start), so that the first command a user types shows numbers rather than an error.
     """
     config = _engine_config(args, args.max_model_len)
+    # fp8_ds_mla is an MLA cache layout, not a scheme of the registry (EngineConfig checks it)
+    origin = "" if args.kv_cache_dtype == "fp8_ds_mla" else get_scheme(args.kv_cache_dtype).origin_note
+    if origin:
+        args.notes = [*getattr(args, "notes", []), f"note: {args.kv_cache_dtype} is a {origin} value "
+                      "(vLLM has no KV-cache format below 8 bits); its bytes are sized by vLLM's rules"]
     full = config.model_kv.max_position_embeddings
     if args.max_model_len is None and full:
         config = config.replace(max_model_len=-1)

@@ -18,17 +18,14 @@ import torch
 
 from kvlab.admission import GroupBudget, get_policy
 from kvlab.exercises.compare import same_int
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.sizing import FullAttentionSpec, SlidingWindowSpec
 
@@ -104,14 +101,10 @@ def check_admission_need(
     max_model_len) -> int`` (blocks) for ``policy`` in ``("uncapped", "vllm")``; ``sliding_window``
     is ``None`` for a full-attention group. Compared exactly with :func:`expected_admission_need`.
     """
-    name = learner_name(admission_need, "admission_need")
-    if (bad := not_callable(admission_need, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases() + random_cases(num_random, seed, _random_request)
-    trial = function_trial(admission_need, expected_admission_need,
-                           lambda want, got: same_int(want, got, "blocks"), _diagnose)
-    return run_check(
-        name, cases, trial, verified="blocks charged by both policies match kvlab.admission",
-        seed=seed, replay=f"check_admission_need({name}, seed={seed})",
+    return check_learner(
+        admission_need, "admission_need", "check_admission_need", seed=seed,
+        cases=lambda s: _edge_cases() + random_cases(num_random, s, _random_request),
+        trial=lambda fn: function_trial(fn, expected_admission_need,
+                                        lambda want, got: same_int(want, got, "blocks"), _diagnose),
+        verified="blocks charged by both policies match kvlab.admission",
     )

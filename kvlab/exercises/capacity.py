@@ -19,17 +19,14 @@ from typing import Any
 import torch
 
 from kvlab.exercises.compare import close_float, same_int
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.models import LayerKV, ModelKV, get_model
 from kvlab.quantization import VLLM_SCHEME_NAMES
@@ -186,16 +183,13 @@ def check_bytes_per_token(
     bytes_per_token: Callable[[ModelKV, str], int], *, seed: int | None = None, num_random: int = 100
 ) -> CheckResult:
     """Check ``bytes_per_token(model, kv_cache_dtype) -> int`` (bytes per token, all layers, one GPU)."""
-    name = learner_name(bytes_per_token, "bytes_per_token")
-    if (bad := not_callable(bytes_per_token, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    trial = function_trial(bytes_per_token, expected_bytes_per_token,
-                           lambda want, got: same_int(want, got, "bytes per token"), _diagnose_bytes)
-    return run_check(
-        name, _bytes_cases(num_random, seed), trial,
+    return check_learner(
+        bytes_per_token, "bytes_per_token", "check_bytes_per_token", seed=seed,
+        cases=lambda s: _bytes_cases(num_random, s),
+        trial=lambda fn: function_trial(fn, expected_bytes_per_token,
+                                        lambda want, got: same_int(want, got, "bytes per token"),
+                                        _diagnose_bytes),
         verified="bytes per token match the layer specs' pages (K, V and scales), real models included",
-        seed=seed, replay=f"check_bytes_per_token({name}, seed={seed})",
     )
 
 
@@ -237,13 +231,9 @@ def check_kv_capacity(
     ``num_blocks = available_bytes // bytes_per_block`` (one block id costs a page in every layer,
     null block included) and ``max_concurrency = num_blocks / cdiv(max_model_len, block_size)``.
     """
-    name = learner_name(kv_capacity, "kv_capacity")
-    if (bad := not_callable(kv_capacity, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    trial = function_trial(kv_capacity, expected_kv_capacity, _compare_capacity, _diagnose_capacity)
-    return run_check(
-        name, _capacity_cases(num_random, seed), trial,
+    return check_learner(
+        kv_capacity, "kv_capacity", "check_kv_capacity", seed=seed,
+        cases=lambda s: _capacity_cases(num_random, s),
+        trial=lambda fn: function_trial(fn, expected_kv_capacity, _compare_capacity, _diagnose_capacity),
         verified="num_blocks and max_concurrency match kvlab.sizing.plan_kv_cache",
-        seed=seed, replay=f"check_kv_capacity({name}, seed={seed})",
     )

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from kvlab.exercises.compare import close_float, same_tensor
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
@@ -142,15 +143,11 @@ def check_quantize_int8(
     Returns:
         A :class:`~kvlab.exercises.CheckResult`.
     """
-    name = learner_name(quantize_int8, "quantize_int8")
-    if (bad := not_callable(quantize_int8, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases_int8() + random_cases(num_random, seed, _random_kv)
-    trial = function_trial(quantize_int8, _int8_reference, _compare_int8, _diagnose_int8)
-    return run_check(
-        name, cases, trial, verified="scales (fp32) and codes (int8) bit-exact", seed=seed,
-        replay=f"check_quantize_int8({name}, seed={seed})", general_first=True,
+    return check_learner(
+        quantize_int8, "quantize_int8", "check_quantize_int8", seed=seed,
+        cases=lambda s: _edge_cases_int8() + random_cases(num_random, s, _random_kv),
+        trial=lambda fn: function_trial(fn, _int8_reference, _compare_int8, _diagnose_int8),
+        verified="scales (fp32) and codes (int8) bit-exact", general_first=True,
     )
 
 

@@ -22,17 +22,14 @@ import torch
 
 from kvlab.bench.traffic import attention_bytes
 from kvlab.exercises.compare import close_float, same_int
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.quantization import VLLM_SCHEME_NAMES, token_footprint
 
@@ -127,15 +124,13 @@ def check_decode_bytes(decode_bytes: Callable[..., int], *, seed: int | None = N
                        num_random: int = 200) -> CheckResult:
     """Check ``decode_bytes(kv_cache_dtype, batch, context, num_q_heads, num_kv_heads, head_size,
     block_size) -> int`` exactly against :func:`kvlab.bench.traffic.attention_bytes`."""
-    name = learner_name(decode_bytes, "decode_bytes")
-    if (bad := not_callable(decode_bytes, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases() + random_cases(num_random, seed, _random_shape)
-    trial = function_trial(decode_bytes, expected_decode_bytes,
-                           lambda want, got: same_int(want, got, "bytes"), _diagnose_bytes)
-    return run_check(name, cases, trial, verified="bytes equal kvlab.bench.traffic.attention_bytes",
-                     seed=seed, replay=f"check_decode_bytes({name}, seed={seed})")
+    return check_learner(
+        decode_bytes, "decode_bytes", "check_decode_bytes", seed=seed,
+        cases=lambda s: _edge_cases() + random_cases(num_random, s, _random_shape),
+        trial=lambda fn: function_trial(fn, expected_decode_bytes,
+                                        lambda want, got: same_int(want, got, "bytes"), _diagnose_bytes),
+        verified="bytes equal kvlab.bench.traffic.attention_bytes",
+    )
 
 
 def _diagnose_speedup(case: Case, expected: float, got: Any) -> str | None:
@@ -149,13 +144,11 @@ def check_decode_speedup(predicted_decode_speedup: Callable[..., float], *, seed
                          num_random: int = 200) -> CheckResult:
     """Check ``predicted_decode_speedup(kv_cache_dtype, batch, context, num_q_heads, num_kv_heads,
     head_size, block_size) -> float``: bf16 bytes over ``kv_cache_dtype`` bytes, to a relative 1e-9."""
-    name = learner_name(predicted_decode_speedup, "predicted_decode_speedup")
-    if (bad := not_callable(predicted_decode_speedup, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases() + random_cases(num_random, seed, _random_shape)
-    trial = function_trial(predicted_decode_speedup, expected_decode_speedup,
-                           lambda want, got: close_float(want, got, "speed-up", rel_tol=1e-9),
-                           _diagnose_speedup)
-    return run_check(name, cases, trial, verified="speed-ups equal the ratio of kvlab's byte counts",
-                     seed=seed, replay=f"check_decode_speedup({name}, seed={seed})")
+    return check_learner(
+        predicted_decode_speedup, "predicted_decode_speedup", "check_decode_speedup", seed=seed,
+        cases=lambda s: _edge_cases() + random_cases(num_random, s, _random_shape),
+        trial=lambda fn: function_trial(fn, expected_decode_speedup,
+                                        lambda want, got: close_float(want, got, "speed-up", rel_tol=1e-9),
+                                        _diagnose_speedup),
+        verified="speed-ups equal the ratio of kvlab's byte counts",
+    )

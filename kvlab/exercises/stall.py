@@ -20,17 +20,14 @@ from typing import Any
 import torch
 
 from kvlab.exercises.capacity import model_summary
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     call_learner,
     choice,
-    fresh_seed,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.models import LayerKV, ModelKV, get_model
 from kvlab.serving import EngineConfig, capacity, simulate
@@ -122,12 +119,8 @@ def check_stalling_config(
     """Check ``stalling_config(model) -> (EngineConfig, prompt_tokens)`` on real and random hybrid
     models: the startup accepts the configuration, the uncapped gate stalls on the request, and the
     vLLM-capped gate serves it (see the module docstring)."""
-    name = learner_name(stalling_config, "stalling_config")
-    if (bad := not_callable(stalling_config, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    return run_check(
-        name, _cases(num_random, seed), _trial(stalling_config),
+    return check_learner(
+        stalling_config, "stalling_config", "check_stalling_config", seed=seed,
+        cases=lambda s: _cases(num_random, s), trial=_trial,
         verified="each configuration starts, stalls the uncapped gate and is served by the vllm gate",
-        seed=seed, replay=f"check_stalling_config({name}, seed={seed})",
     )

@@ -21,17 +21,14 @@ from typing import Any
 import torch
 
 from kvlab.exercises.compare import close_float
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.models import get_model
 from kvlab.timing import Efficiencies, StepTimeModel
@@ -106,22 +103,12 @@ def check_decode_step_time(
 ) -> CheckResult:
     """Check ``decode_step_ms(model, kv_cache_dtype, gpu, batch, context) -> float`` (milliseconds)
     against kvlab's pure-roofline step time, to a relative 1e-6."""
-    name = learner_name(decode_step_ms, "decode_step_ms")
-    if (bad := not_callable(decode_step_ms, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases() + random_cases(num_random, seed, _random_case)
-    trial = function_trial(
-        decode_step_ms,
-        expected_decode_step_ms,
-        lambda want, got: close_float(want, got, "step time (ms)", rel_tol=1e-6),
-        _diagnose,
-    )
-    return run_check(
-        name,
-        cases,
-        trial,
+    return check_learner(
+        decode_step_ms, "decode_step_ms", "check_decode_step_time", seed=seed,
+        cases=lambda s: _edge_cases() + random_cases(num_random, s, _random_case),
+        trial=lambda fn: function_trial(
+            fn, expected_decode_step_ms,
+            lambda want, got: close_float(want, got, "step time (ms)", rel_tol=1e-6), _diagnose,
+        ),
         verified="step times equal kvlab.timing's pure roofline",
-        seed=seed,
-        replay=f"check_decode_step_time({name}, seed={seed})",
     )

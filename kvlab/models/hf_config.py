@@ -77,6 +77,17 @@ def model_from_hf_config(
     if not isinstance(config, dict):
         where = str(config)
         config = read_config_json(config)
+    try:
+        return _model_from_dict(config, name, source, where)
+    except (TypeError, KeyError, AttributeError, IndexError, ZeroDivisionError, OverflowError) as exc:
+        # a field of the wrong type or shape that no specific check above caught: still one clear line
+        raise ValueError(
+            f"{where} has a field kvlab cannot read ({type(exc).__name__}: {exc}); sizes and head counts "
+            "must be integers, layer_types a list of strings, text_config an object"
+        ) from None
+
+
+def _model_from_dict(config: dict[str, Any], name: str | None, source: str, where: str) -> ModelKV:
     outer = config
     cfg = dict(config.get("text_config") or {}) or dict(config)
     if "text_config" in config:

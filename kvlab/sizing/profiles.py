@@ -24,7 +24,7 @@ v0.22.1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvlab.validation import require_choice
 
@@ -84,50 +84,41 @@ class Profile:
         return self.free_placement == "prepend_unhashed"
 
 
-PROFILES: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile(
-            name="vllm-0.20",
-            description="classic manager (v0.19-v0.20): uncapped full-sequence gate, per-group size log",
-            log_formula="per_group",
-            combined_log_line=False,
-            default_policy="uncapped",
-            async_in_flight_batches=1,
-            async_scheduling_default=False,
-            free_placement="append",
-            pad_pages=False,
-            skip_on="scheduled",
-            reserve_null_block_in_fit=False,
-        ),
-        Profile(
-            name="vllm-0.21",
-            description="classic manager with the SWA admission cap, T = MNBT (v0.21-v0.22)",
-            log_formula="concurrency",
-            combined_log_line=False,
-            default_policy="vllm",
-            async_in_flight_batches=1,
-            async_scheduling_default=False,
-            free_placement="append",
-            pad_pages=False,
-            skip_on="scheduled",
-            reserve_null_block_in_fit=False,
-        ),
-        Profile(
-            name="vllm-0.33",
-            description="new manager (v0.33): T = 2 x max_num_batched_tokens under async, prepend, padding",
-            log_formula="concurrency",
-            combined_log_line=True,
-            default_policy="vllm",
-            async_in_flight_batches=2,
-            async_scheduling_default=True,
-            free_placement="prepend_unhashed",
-            pad_pages=True,
-            skip_on="processed",
-            reserve_null_block_in_fit=True,
-        ),
-    )
-}
+# Each version is written as what changed since the one before it.
+_CLASSIC = Profile(
+    name="vllm-0.20",
+    description="classic manager (v0.19-v0.20): uncapped full-sequence gate, per-group size log",
+    log_formula="per_group",
+    combined_log_line=False,
+    default_policy="uncapped",
+    async_in_flight_batches=1,
+    async_scheduling_default=False,
+    free_placement="append",
+    pad_pages=False,
+    skip_on="scheduled",
+    reserve_null_block_in_fit=False,
+)
+_CAPPED = replace(
+    _CLASSIC,
+    name="vllm-0.21",
+    description="classic manager with the SWA admission cap, T = MNBT (v0.21-v0.22)",
+    log_formula="concurrency",
+    default_policy="vllm",
+)
+_NEW = replace(
+    _CAPPED,
+    name="vllm-0.33",
+    description="new manager (v0.33): T = 2 x max_num_batched_tokens under async, prepend, padding",
+    combined_log_line=True,
+    async_in_flight_batches=2,
+    async_scheduling_default=True,
+    free_placement="prepend_unhashed",
+    pad_pages=True,
+    skip_on="processed",
+    reserve_null_block_in_fit=True,
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (_CLASSIC, _CAPPED, _NEW)}
 
 #: Profile names, oldest first.
 PROFILE_NAMES: tuple[str, ...] = tuple(PROFILES)

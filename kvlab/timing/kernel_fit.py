@@ -106,6 +106,8 @@ def fit_kernel_csv(path: str | Path, kernel: str = "kvlab") -> list[KernelEffici
     gpu = gpu_of_device(rows[0]["device"])
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
+        if r["kind"] == "prefill" and not r.get("tflops"):
+            continue  # a prefill row without its FLOP rate cannot give an efficiency
         if r["kind"] in KINDS and r.get("backend", "").startswith(kernel):
             groups.setdefault((r["scheme"], r["kind"]), []).append(r)
     out = []

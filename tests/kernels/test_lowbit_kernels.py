@@ -163,3 +163,9 @@ def test_bad_input_is_refused_by_the_triton_write(target, bad):
     with pytest.raises(ValueError, match="non-finite|fp16"):
         write_lowbit_cache(cache, k, torch.zeros_like(k), torch.arange(3, device=target.device))
     assert torch.isnan(cache.residual_key).all(), "nothing may be stored when the write is refused"
+
+
+def test_block_size_not_a_power_of_two_is_refused(target, seed):
+    ex = _example(target, seed, [1], [30], "int4_per_token_head", block=24)
+    with pytest.raises(ValueError, match="power-of-two block size"):
+        lowbit_paged_attention(ex.query, ex.cache, ex.batch)

@@ -111,3 +111,14 @@ def test_all_equal_block_comes_back_within_fp16(gen):
     gk, gv = cache.gather(torch.tensor([0]), 16)
     assert (gk - 1.2345).abs().max() <= 1.2345 * 2**-11 + 2**-14
     assert (gv - 1.2345).abs().max() <= 1.2345 * 2**-11 + 2**-14
+
+
+def test_dequantize_whole_cache_matches_gather(gen):
+    """Block 2 holds 16 quantized tokens, block 0 five residual ones; the other slots stay NaN."""
+    cache = PagedKVCache.allocate("kivi4", 3, 16, 2, 32)
+    k, v = _sequence_write(cache, 21, [21], gen, [2, 0])
+    dk, dv = cache.dequantize()
+    assert dk.shape == (3, 16, 2, 32) and dv.shape == (3, 16, 2, 32)
+    assert torch.equal(dk[0, :5], k[16:].double()) and torch.equal(dv[0, :5], v[16:].double())
+    assert ((dk[2] - k[:16].double()).abs() <= _kivi_bound(k[:16], 4, 0)).all()
+    assert torch.isnan(dk[1]).all() and torch.isnan(dk[0, 5:]).all()

@@ -40,8 +40,7 @@ def test_cli_capacity_says_kvlab_scheme(capsys):
     args = ["capacity", "--model", "gemma-4-31b", "-tp", "2", "--kv-cache-memory", "16GiB",
             "--max-model-len", "131072", "--kv-cache-dtype", "kivi2"]
     assert main(args) == 0
-    out = capsys.readouterr().out
-    assert "kvlab scheme, not a vLLM --kv-cache-dtype" in out
+    assert "kvlab scheme, not a vLLM --kv-cache-dtype" in capsys.readouterr().err
     assert main(args + ["--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["kv_cache_dtype_note"] == "kvlab scheme, not a vLLM --kv-cache-dtype"
@@ -49,3 +48,6 @@ def test_cli_capacity_says_kvlab_scheme(capsys):
     bf16 = json.loads(capsys.readouterr().out)
     assert bf16["kv_cache_dtype_note"] == ""
     assert data["max_concurrency"] > 4 * bf16["max_concurrency"]
+    for command in (["budget", "--prompt-tokens", "4096"], ["simulate", "--num-requests", "2"]):
+        assert main([command[0], *args[1:], *command[1:]]) == 0
+        assert "kivi2 is a kvlab scheme, not a vLLM --kv-cache-dtype" in capsys.readouterr().err
