@@ -65,14 +65,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cache
 
 import torch
 
 from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.paged_cache import PagedKVCache
 from kvlab.kernels.attention_kernel import paged_attention_kernel
-from kvlab.kernels.devices import require_kernel_device
+from kvlab.kernels.devices import multiprocessor_count, require_kernel_device
 from kvlab.kernels.dtypes import fp8_constexprs, triton_dtype
 from kvlab.kernels.launch_config import (
     MAX_HEAD_SIZE,
@@ -92,11 +91,6 @@ from kvlab.validation import require_positive_int
 # -- host side --------------------------------------------------------------------------------------
 
 _QUERY_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-
-
-@cache
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache) -> tuple[torch.dtype, torch.dtype, str]:
@@ -166,26 +160,31 @@ class PagedAttentionCall:
         return self.out
 
 
-def prepare_paged_attention(
+def check_attention_call(
     query: torch.Tensor,
-    cache: PagedKVCache,
+    cache,
     batch: AttentionBatch,
     *,
-    scale: float | None = None,
-    sliding_window: int | None = None,
-    softcap: float | None = None,
-    out: torch.Tensor | None = None,
-    num_splits: int | None = None,
-    tiling: AttentionTiling | None = None,
-    fp8_fast_decode: bool = True,
-) -> PagedAttentionCall:
-    """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
+    stored: torch.Tensor,
+    scale: float | None,
+    sliding_window: int | None,
+    softcap: float | None,
+    out: torch.Tensor | None,
+    num_splits: int | None,
+) -> tuple[float, torch.Tensor, torch.Tensor]:
+    """The checks every paged-attention launcher runs before sizing its launch.
 
-    ``tiling`` overrides the launch shape (benchmark sweeps); its ``num_splits`` wins over
-    ``num_splits``. ``fp8_fast_decode=False`` makes compiled fp8 → bf16 decoding use Triton's own
-    conversion instead of :func:`kvlab.kernels.numerics.fp8_to_bf16` (for comparing the two).
+    ``cache`` is any paged cache with ``num_kv_heads`` and ``head_size_v`` (this kernel's
+    :class:`PagedKVCache` or the low-bit one); ``stored`` is one of its tensors, for the device check.
+
+    Returns:
+        ``(σ, out, query)``: the softmax scale (default ``1 / sqrt(head_size)``), the output tensor
+        (allocated when ``out`` is None), and the query with a unit last stride.
+
+    Raises:
+        ValueError: one message saying what was wrong and what is allowed.
     """
-    require_kernel_device(query=query, cache=cache.key, block_table=batch.block_table, out=out)
+    require_kernel_device(query=query, cache=stored, block_table=batch.block_table, out=out)
     check_paged_inputs(query, cache, batch)
     num_tokens, num_q_heads, head_size = query.shape
     nkv = cache.num_kv_heads
@@ -217,10 +216,38 @@ def prepare_paged_attention(
     if query.stride(-1) != 1:
         query = query.contiguous()
 
+    return sigma, out, query
+
+
+def prepare_paged_attention(
+    query: torch.Tensor,
+    cache: PagedKVCache,
+    batch: AttentionBatch,
+    *,
+    scale: float | None = None,
+    sliding_window: int | None = None,
+    softcap: float | None = None,
+    out: torch.Tensor | None = None,
+    num_splits: int | None = None,
+    tiling: AttentionTiling | None = None,
+    fp8_fast_decode: bool = True,
+) -> PagedAttentionCall:
+    """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
+
+    ``tiling`` overrides the launch shape (benchmark sweeps); its ``num_splits`` wins over
+    ``num_splits``. ``fp8_fast_decode=False`` makes compiled fp8 → bf16 decoding use Triton's own
+    conversion instead of :func:`kvlab.kernels.numerics.fp8_to_bf16` (for comparing the two).
+    """
+    sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
+                                             sliding_window=sliding_window, softcap=softcap, out=out,
+                                             num_splits=num_splits)
+    num_tokens, num_q_heads, head_size = query.shape
+    nkv, hv = cache.num_kv_heads, cache.head_size_v
+
     group = num_q_heads // nkv
     decode_only = batch.max_query_len <= 1
     sch = cache.scheme
-    num_sms = None if INTERPRET else _num_sms(query.device.index or 0)
+    num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
     if tiling is None:
         tiling = choose_tiling(
             group=group, head_size=head_size, head_size_v=hv, kv_element_bytes=sch.element_bytes,

@@ -7,7 +7,7 @@ inner step over one key tile is :func:`kvlab.kernels.attention_tile.attend_tile`
 
 from __future__ import annotations
 
-from kvlab.kernels.attention_tile import attend_tile, dot_operand, tile_block_ids, tile_scales
+from kvlab.kernels.attention_tile import attend_tile, dot_operand, key_tile_range, tile_block_ids, tile_scales
 from kvlab.kernels.numerics import to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
 
@@ -97,18 +97,9 @@ def paged_attention_kernel(
                      FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
 
     # -- the tile range: causal bound above, sliding window below, then this program's segment ---
-    first_q = context_len + q_block_local * BLOCK_Q
-    kv_end = context_len + tl.minimum(q_block_local * BLOCK_Q + BLOCK_Q, q_len)  # last query + 1
-    if USE_WINDOW:
-        kv_start = tl.maximum(first_q - window + 1, 0)
-    else:
-        kv_start = 0
-    tile_lo = kv_start // TILE_N
-    tile_hi = (kv_end + TILE_N - 1) // TILE_N
-    if SPLIT_K:
-        per_split = (tile_hi - tile_lo + num_splits - 1) // num_splits
-        tile_lo = tile_lo + split * per_split
-        tile_hi = tl.minimum(tile_lo + per_split, tile_hi)
+    first_q, kv_start, kv_end, tile_lo, tile_hi = key_tile_range(
+        context_len, q_block_local * BLOCK_Q, q_len, window, split, num_splits, BLOCK_Q, TILE_N, USE_WINDOW,
+        SPLIT_K)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)

@@ -54,6 +54,31 @@ def dot_operand(x, IS_FP8: tl.constexpr, FP8_MANT_BITS: tl.constexpr, FP8_SPECIA
 
 
 @triton.jit
+def key_tile_range(context_len, q_first, q_len, window, split, num_splits, BLOCK_Q: tl.constexpr,
+                   TILE_N: tl.constexpr, USE_WINDOW: tl.constexpr, SPLIT_K: tl.constexpr):
+    """The key tiles a program visits: causality bounds them above (its last query), a sliding window
+    below (``0 <= p − j < W`` for its first query), then split-K keeps this program's segment.
+
+    ``q_first`` is the program's first query row within its sequence's new tokens. Returns
+    ``(first_q, kv_start, kv_end, tile_lo, tile_hi)``: absolute position of the first query, the key
+    range ``[kv_start, kv_end)`` any row may see, and the tile range ``[tile_lo, tile_hi)``.
+    """
+    first_q = context_len + q_first
+    kv_end = context_len + tl.minimum(q_first + BLOCK_Q, q_len)  # last query + 1
+    if USE_WINDOW:
+        kv_start = tl.maximum(first_q - window + 1, 0)
+    else:
+        kv_start = 0
+    tile_lo = kv_start // TILE_N
+    tile_hi = (kv_end + TILE_N - 1) // TILE_N
+    if SPLIT_K:
+        per_split = (tile_hi - tile_lo + num_splits - 1) // num_splits
+        tile_lo = tile_lo + split * per_split
+        tile_hi = tl.minimum(tile_lo + per_split, tile_hi)
+    return first_q, kv_start, kv_end, tile_lo, tile_hi
+
+
+@triton.jit
 def tile_block_ids(bt_row, t, kv_start, kv_end, TILE_N: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     """Cache block id of every key position of tile ``t`` (0 where the position is not read)."""
     n = t * TILE_N + tl.arange(0, TILE_N)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import torch
 
 from kvlab.kernels.runtime import INTERPRET
@@ -26,3 +28,10 @@ def require_kernel_device(**tensors: torch.Tensor | None) -> None:
                 f"{name} is on {t.device}, but compiled Triton needs CUDA tensors "
                 "(move the inputs to the GPU, or set KVLAB_TRITON=interpret before importing kvlab.kernels)"
             )
+
+
+@cache
+def multiprocessor_count(device_index: int) -> int:
+    """Streaming multiprocessors of CUDA device ``device_index`` (132 on an H100 SXM): launch rules
+    size their grids in programs per multiprocessor."""
+    return torch.cuda.get_device_properties(device_index).multi_processor_count

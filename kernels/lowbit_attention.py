@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 
+from kvlab.kernels.attention_tile import key_tile_range
 from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
 
@@ -82,17 +83,9 @@ def lowbit_attention_kernel(
                 mask=row_valid[:, None] & (d < D)[None, :], other=0.0)
     q = round_to_dot_dtype(to_fp32(q, INTERPRET_), DOT_DTYPE, INTERPRET_)
 
-    first_q = context_len + q_block * BLOCK_Q
-    kv_end = context_len + tl.minimum(q_block * BLOCK_Q + BLOCK_Q, q_len)
-    kv_start = 0
-    if USE_WINDOW:
-        kv_start = tl.maximum(first_q - window + 1, 0)
-    tile_lo = kv_start // TILE_N
-    tile_hi = (kv_end + TILE_N - 1) // TILE_N
-    if SPLIT_K:
-        per_split = (tile_hi - tile_lo + num_splits - 1) // num_splits
-        tile_lo = tile_lo + split * per_split
-        tile_hi = tl.minimum(tile_lo + per_split, tile_hi)
+    first_q, kv_start, kv_end, tile_lo, tile_hi = key_tile_range(
+        context_len, q_block * BLOCK_Q, q_len, window, split, num_splits, BLOCK_Q, TILE_N, USE_WINDOW,
+        SPLIT_K)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)

@@ -8,27 +8,20 @@ block) of every program is listed on the host from the batch's lengths, so the k
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from functools import cache
 
 import torch
 
 from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.lowbit_cache import LowBitPagedCache
-from kvlab.kernels.devices import require_kernel_device
+from kvlab.kernels.attention import check_attention_call
+from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
-from kvlab.kernels.launch_config import MAX_HEAD_SIZE, MAX_SPLITS, choose_num_splits, next_pow2
+from kvlab.kernels.launch_config import MAX_SPLITS, choose_num_splits, next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import launch_split_reduce
-from kvlab.reference.attention import check_attention_options, check_paged_inputs
 from kvlab.validation import require_positive_int
-
-
-@cache
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def _programs(batch: AttentionBatch, block_q: int) -> tuple[list[int], list[int]]:
@@ -83,18 +76,11 @@ def prepare_lowbit_attention(
     tile_n: int | None = None,
 ) -> LowBitAttentionCall:
     """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`."""
-    require_kernel_device(query=query, cache=cache.key_codes, block_table=batch.block_table, out=out)
-    check_paged_inputs(query, cache, batch)
+    sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
+                                             sliding_window=sliding_window, softcap=softcap, out=out,
+                                             num_splits=num_splits)
     num_tokens, num_q_heads, head_size = query.shape
     nkv, hv = cache.num_kv_heads, cache.head_size_v
-    check_attention_options(num_q_heads, nkv, sliding_window, softcap)
-    if query.dtype not in (torch.float16, torch.bfloat16, torch.float32):
-        raise ValueError(f"query must be float16, bfloat16 or float32 for the Triton kernel, got {query.dtype}")
-    if max(head_size, hv) > MAX_HEAD_SIZE:
-        raise ValueError(f"head sizes up to {MAX_HEAD_SIZE} are supported, got {head_size} and {hv}")
-    sigma = head_size**-0.5 if scale is None else float(scale)
-    if not (math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
     bs = cache.block_size
     if bs & (bs - 1):
         raise ValueError(f"the low-bit attention kernel needs a power-of-two block size (its tiles hold whole "
@@ -102,12 +88,6 @@ def prepare_lowbit_attention(
     tile = max(bs, 16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
     if tile & (tile - 1) or tile % bs:
         raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
-    out_shape = (num_tokens, num_q_heads, hv)
-    if out is None:
-        out = torch.empty(out_shape, dtype=query.dtype, device=query.device)
-    elif tuple(out.shape) != out_shape or out.dtype != query.dtype or out.stride(-1) != 1:
-        raise ValueError(f"out must be a {query.dtype} tensor of shape {out_shape} with unit last stride")
-    query = query if query.stride(-1) == 1 else query.contiguous()
 
     group = num_q_heads // nkv
     prefill = batch.max_query_len > 1
@@ -115,7 +95,7 @@ def prepare_lowbit_attention(
     block_m = max(16, next_pow2(block_q * group))
     seqs, qblocks = _programs(batch, block_q)
     if num_splits is None:
-        num_sms = None if INTERPRET else _num_sms(query.device.index or 0)
+        num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
         num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms)
     require_positive_int(num_splits, "num_splits")
     if num_splits > MAX_SPLITS:
