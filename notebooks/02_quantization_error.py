@@ -96,7 +96,7 @@ for name, (k, v) in trips.items():
 # bits, so the error is *relative* (up to 1/16 of the value) and the scale hardly matters as long as
 # values stay in range. The largest values — the outlier channels — carry the largest errors (the
 # bright columns).
-
+#
 # Both heatmaps below use **one colour scale** (the same colour is the same error in both), so the
 # two formats can be compared at a glance.
 
@@ -257,3 +257,5 @@ explorer.ui
 #   on both data sets here int8 per-token-head is the most accurate 1-byte format.
 # * Below 8 bits (kvlab's own schemes), the quantization axis decides: keys per channel, values per
 #   token. `kivi4` beats per-token 4-bit codes by a wide margin on keys with outlier channels.
+# * Does any of this change what a model says? Lesson `07_does_it_change_the_answer` runs a real
+#   language model through each cache and compares its answers.

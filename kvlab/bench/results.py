@@ -19,7 +19,7 @@ rel_err_truth  ‖out − truth‖ / ‖truth‖ against float64 attention on th
 device         GPU name
 copy_bw_gbps   device-to-device copy bandwidth measured in the same run (read + written bytes)
 num_splits     split-K segments (1 = none; empty for non-kvlab rows)
-tile_n         keys per loop step of the kernel
+tile_n         keys per loop step of the kernel (``write`` rows: (token, KV head) rows per program)
 num_warps      warps per program
 num_stages     software-pipelining depth
 max_registers  register cap per thread given to the compiler (empty: none)

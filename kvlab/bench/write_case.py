@@ -24,6 +24,7 @@ def measure_write(config: BenchConfig, ctx: RunContext, scheme: str, tokens: int
     caches. ``rows_per_program`` overrides the kernel's (token, head) rows per program (tuning).
     """
     from kvlab.kernels.cache_write import launch_cache_write
+    from kvlab.kernels.launch_config import write_rows_per_program
 
     gen = torch.Generator(device="cuda").manual_seed(config.seed + tokens)
     hkv, d, bs = config.num_kv_heads, config.head_size, config.block_size
@@ -67,7 +68,7 @@ def measure_write(config: BenchConfig, ctx: RunContext, scheme: str, tokens: int
     row = make_row(ctx, scheme=scheme, batch=tokens, context=0, kind="write", query_len=tokens, us=us,
                    nbytes=nbytes, err=err, bit_exact=exact,
                    backend="kvlab-triton" if rows_per_program is None else "kvlab-triton-sweep",
-                   num_warps=rows_per_program)
+                   tile_n=rows_per_program or write_rows_per_program(hkv, d))
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     return row

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "kvlab.cli.gpus",
     "kvlab.cli.bench",
     "kvlab.cli.grade",
+    "kvlab.cli.quality",
 )
 
 

@@ -29,6 +29,7 @@ exercise  check                                what the learner writes
 9         :func:`check_stalling_config`        a configuration that stalls the uncapped gate
 10        :func:`check_decode_bytes`           bytes one decode call must move
 10        :func:`check_decode_speedup`         the roofline speed-up over a bf16 cache
+11        :func:`check_cache_metrics`          perplexity, agreement and KL of a quantized cache
 12        :func:`check_decode_step_time`       a decode step's time from the roofline
 13        :func:`check_quantize_key_block`     KIVI keys of one block, per channel, packed
 ========  ===================================  ================================================
@@ -43,6 +44,7 @@ The shared machinery â€” cases, the runner, comparisons and value descriptions â
 from kvlab.exercises.admission import check_admission_need
 from kvlab.exercises.block_pool import check_block_pool
 from kvlab.exercises.capacity import check_bytes_per_token, check_kv_capacity
+from kvlab.exercises.lm_metrics import check_cache_metrics
 from kvlab.exercises.lowbit_keys import check_quantize_key_block
 from kvlab.exercises.quantization import check_quantize_int8, check_rounding_comparison
 from kvlab.exercises.result import CheckResult
@@ -58,6 +60,7 @@ __all__ = [
     "check_admission_need",
     "check_block_pool",
     "check_bytes_per_token",
+    "check_cache_metrics",
     "check_decode_bytes",
     "check_decode_speedup",
     "check_decode_step_time",

@@ -85,6 +85,11 @@ EXERCISES: tuple[Exercise, ...] = (
         (("decode_bytes", "check_decode_bytes"), ("predicted_decode_speedup", "check_decode_speedup")),
     ),
     Exercise(
+        11, "ex11_cache_metrics", "Did the cache change the answer? Perplexity, agreement and KL",
+        "perplexity, top-1 agreement and KL(baseline ‖ quantized) from two caches' next-token logits",
+        "07_does_it_change_the_answer", (("cache_metrics", "check_cache_metrics"),),
+    ),
+    Exercise(
         12, "ex12_decode_step_time", "Predict a decode step's time from the roofline",
         "weight GEMMs (compute or bandwidth bound), K/V reads with sliding windows and the cache write",
         "06_serving_what_if", (("decode_step_ms", "check_decode_step_time"),),

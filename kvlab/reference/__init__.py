@@ -7,11 +7,13 @@ from kvlab.reference.attention import (
     reference_attention,
 )
 from kvlab.reference.metrics import relative_error
+from kvlab.reference.torch_attention import paged_attention_torch
 
 __all__ = [
     "check_attention_options",
     "check_paged_inputs",
     "paged_attention_reference",
+    "paged_attention_torch",
     "reference_attention",
     "relative_error",
 ]

@@ -32,7 +32,7 @@ def _requirement_names(text: str) -> dict[str, str]:
 def test_binder_requirements_cover_kvlabs_runtime_and_lab_dependencies():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     needed = [*project["dependencies"], *project["optional-dependencies"]["lab"],
-              *project["optional-dependencies"]["realkv"]]
+              *project["optional-dependencies"]["realkv"], *project["optional-dependencies"]["lm"]]
     text = (BINDER / "requirements.txt").read_text()
     have = _requirement_names(text)
     for dep in needed:

@@ -1,0 +1,85 @@
+"""Scoring a text under every KV-cache scheme on the CPU: time, memory and quality against position.
+
+Loads SmolLM2-135M-Instruct, scores the first ``--tokens`` tokens of the shipped text teacher-forced
+under the unquantized cache and every scheme (in lockstep chunks, see :mod:`kvlab.lm.scoring`), and
+writes three CSVs to ``--out``:
+
+* ``lm_quality_cpu.csv`` — one row per scheme: perplexity, top-1 agreement, mean KL;
+* ``lm_quality_by_position.csv`` — the same metrics in bins of ``--bin`` positions (does the error
+  grow with the context?);
+* ``lm_timing_cpu.csv`` — load seconds, scoring seconds, forward passes, peak RSS, CPU threads and
+  the machine's load average (other processes on the machine slow every number here).
+
+Targets (issue figures, 2 CPU cores): 2,048 tokens under every scheme in <= 60 s and <= 1.5 GB RSS.
+
+    python benchmarks/lm_quality_cpu.py [--tokens 2048] [--schemes auto,int8_per_token_head,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import resource
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SCORE_TARGET_S = 60.0
+RSS_TARGET_BYTES = 1.5e9
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", type=int, default=2048)
+    parser.add_argument("--schemes", default="", help="comma-separated names (default: every scheme)")
+    parser.add_argument("--bin", type=int, default=256, help="positions per bin of the position table")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    args = parser.parse_args()
+    from kvlab.lm import BASELINE_SCHEME, CacheVariant, load_model, parse_variants, score_tokens
+    from kvlab.lm.corpus import corpus_text
+    from kvlab.lm.quality import error_by_position, quality_rows
+
+    t0 = time.perf_counter()
+    model = load_model()
+    load_s = time.perf_counter() - t0
+    names = [s for s in args.schemes.split(",") if s.strip()] or None
+    variants = parse_variants(names, head_size=model.config.head_size)
+    ids = model.encode(corpus_text())[: args.tokens]
+    t1 = time.perf_counter()
+    scores = score_tokens(model, ids, variants)
+    score_s = time.perf_counter() - t1
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    passes = len({v.computation_key(model.dtype) for v in [CacheVariant(BASELINE_SCHEME), *variants]})
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [{k: v for k, v in r.as_json().items() if k != "first_divergence"} for r in quality_rows(scores)]
+    _write(out / "lm_quality_cpu.csv", rows)
+    _write(out / "lm_quality_by_position.csv", [{"kv_cache_dtype": label, **b} for label, s in scores.items()
+                                                 for b in error_by_position(s, args.bin)])
+    timing = {"tokens": len(ids), "variants": len(scores), "forward_passes": passes,
+              "load_s": round(load_s, 1), "score_s": round(score_s, 1),
+              "score_target_s": SCORE_TARGET_S, "peak_rss_mib": round(peak / 2**20),
+              "rss_target_mib": round(RSS_TARGET_BYTES / 2**20), "torch_threads": torch.get_num_threads(),
+              "cpu_count": os.cpu_count(), "load_average_1min": round(os.getloadavg()[0], 2)}
+    _write(out / "lm_timing_cpu.csv", [timing])
+    for r in rows:
+        print(f"{r['kv_cache_dtype']:<22} {r['rounding'] or '':<9} ppl {r['perplexity']:9.4f}  "
+              f"top1 {r['top1_agreement']:.4f}  KL {r['mean_kl']:.5f}")
+    for k, v in timing.items():
+        print(f"{k:20s} {v}")
+    met = score_s <= SCORE_TARGET_S and peak <= RSS_TARGET_BYTES
+    print(f"target ({SCORE_TARGET_S:.0f} s, {RSS_TARGET_BYTES / 1e9:.1f} GB): {'met' if met else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
