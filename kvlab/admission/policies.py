@@ -158,6 +158,8 @@ def peak_window_blocks(
     ``max(0, s - W + 1)``) or ``("chunk", C)`` (``(s // C) * C``).
     """
     kind, size = skip
+    if kind not in ("window", "chunk"):
+        raise ValueError(f"skip must be ('window', W) or ('chunk', C), got {skip!r}")
     peak, prev, start = 0, 0, 0
     while start < num_tokens:
         n = min(chunk_tokens, num_tokens - start)

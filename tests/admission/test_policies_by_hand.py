@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kvlab.admission.policies import POLICIES, GroupBudget
-from kvlab.sizing import FullAttentionSpec, SlidingWindowSpec
+from kvlab.sizing import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec
 
 
 def _swa(window: int, block: int = 4) -> SlidingWindowSpec:
@@ -98,3 +98,24 @@ def test_vllm_cap_and_uncapped_by_hand():
     assert POLICIES["uncapped"].required_blocks(budget, 100) == 25
     assert POLICIES["vllm"].required_blocks(budget, 100) == 4
     assert POLICIES["trtllm"].required_blocks(budget, 100) == 2
+
+
+def test_exact_keeps_the_extra_retained_tokens():
+    """W = 6 plus 2 extra retained tokens (MTP), B = 4, MNBT = 4, N = 16: a token is skipped only when it
+    is more than W + 2 = 8 tokens back, so before chunk c the skipped tokens are ``max(0, c - 8 + 1)``:
+    c = 0, 4, 8, 12 -> skipped 0, 0, 1, 5 -> 0, 0, 0, 1 whole blocks -> held 1, 2, 3, 4 - 1 = 3. Peak 3.
+    (Subtracting the extra tokens, window 4, would free ``c - 3`` tokens: held 1, 2 - 0, 3 - 1, 4 - 2 -> 2.)
+    """
+    spec = SlidingWindowSpec(block_size=4, num_kv_heads=1, head_size=8, model_dtype="float32",
+                             sliding_window=6, extra_retained_tokens=2)
+    assert POLICIES["exact"].required_blocks(_budget(spec, mnbt=4), 16) == 3
+
+
+def test_exact_frees_finished_chunks_of_a_chunked_local_layer():
+    """C = 8, B = 4, MNBT = 4, N = 24: before chunk c the layer frees every token of a finished attention
+    chunk, ``(c // 8) * 8``: c = 0, 4, 8, 12, 16, 20 -> freed 0, 0, 8, 8, 16, 16 tokens = 0, 0, 2, 2, 4, 4
+    blocks -> held 1, 2, 3 - 2, 4 - 2, 5 - 4, 6 - 4 = 1, 2, 1, 2, 1, 2. Peak 2, against ``cdiv(24, 4) = 6``.
+    """
+    spec = ChunkedLocalAttentionSpec(block_size=4, num_kv_heads=1, head_size=8, model_dtype="float32",
+                                     attention_chunk_size=8)
+    assert POLICIES["exact"].required_blocks(_budget(spec, mnbt=4), 24) == 2
