@@ -98,26 +98,26 @@ def main() -> None:
     model = random_model(SMOLLM2_135M, args.device, dtype)
     names = [s for s in args.schemes.split(",") if s]
     variants = [v for v in all_variants(SMOLLM2_135M.head_size) if not names or v.scheme in names]
-    rows = []
-    for v in variants:
-        for batch in (int(b) for b in args.batches.split(",")):
-            row = {"scheme": v.label, "batch": batch, "context": args.context, "steps": args.steps,
-                   "device": device_name}
-            try:
-                row |= time_decode(model, v, batch, args.context, args.steps) | {"error": ""}
-            except Exception as exc:  # one failing scheme must not lose the others' rows
-                traceback.print_exc()
-                failure = f"{type(exc).__name__}: {exc}"[:200]
-                row |= {"step_ms": "", "decode_tokens_per_s": "", "error": failure}
-            print(row, flush=True)
-            rows.append(row)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"lm_decode_{device_name.replace(' ', '_')}.csv"
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    fields = ["scheme", "batch", "context", "steps", "device", "step_ms", "decode_tokens_per_s", "error"]
+    with path.open("w", newline="") as f:  # row by row: a run cut short keeps what it measured
+        w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
-        w.writerows(rows)
+        for v in variants:
+            for batch in (int(b) for b in args.batches.split(",")):
+                row = {"scheme": v.label, "batch": batch, "context": args.context, "steps": args.steps,
+                       "device": device_name}
+                try:
+                    row |= time_decode(model, v, batch, args.context, args.steps) | {"error": ""}
+                except Exception as exc:  # one failing scheme must not lose the others' rows
+                    traceback.print_exc()
+                    failure = f"{type(exc).__name__}: {exc}"[:200]
+                    row |= {"step_ms": "", "decode_tokens_per_s": "", "error": failure}
+                print(row, flush=True)
+                w.writerow(row)
+                f.flush()
     print(f"wrote {path}")
 
 

@@ -124,6 +124,13 @@ if HAVE_MODEL:
     display(error_by_position_figure(series, "mean_kl", title=f"Mean KL against position ({where})"))
 
 # %% [markdown]
+# In the recording (4,096 tokens on the shipped text), int8 per-token-head keeps the same mean KL
+# from the first bin to the last (about 0.003 nats with truncation, 0.0005 with rounding to nearest),
+# while per-tensor fp8_e5m2's KL roughly doubles along the text, from about 0.026 nats in the first
+# 256 positions to 0.05–0.07 after position 2,048. On this text, then, the error of the 8-bit
+# per-token-head cache does not grow with the context, and that of the 2-bit-mantissa fp8 cache does.
+
+# %% [markdown]
 # ## Explore
 #
 # Pick a scheme, the int8 rounding and a prompt; try a sliding window (a what-if: the model was

@@ -37,6 +37,7 @@ from kvlab.plots.kernels import (
 from kvlab.widgets.background import BackgroundRun
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
 from kvlab.widgets.figure_sync import sync_figure
+from kvlab.widgets.stale import mark_figure_stale
 from kvlab.widgets.status import StatusLine
 
 KERNEL_SCHEMES: tuple[str, ...] = (
@@ -224,8 +225,13 @@ def build_kernel_explorer(
                         benchmark_time_figure(rows, title=f"GPU: time per call ({what})"))
             sync_figure(figures["bench_bandwidth"],
                         benchmark_bandwidth_figure(rows, title=f"GPU: share of copy bandwidth ({what})"))
+            explorer.stale -= {"bench_time", "bench_bandwidth"}
         except (ValueError, KeyError, IndexError) as exc:
             bench_status.error(f"cannot plot these results: {exc}")
+            for name in ("bench_time", "bench_bandwidth"):  # the previous selection's: not current
+                if figures[name].data:
+                    mark_figure_stale(figures[name])
+                    explorer.stale.add(name)
 
     for w in bench.values():
         w.observe(render_bench, names="value")

@@ -44,10 +44,10 @@ def _assert_same(ref, tri):
 
 def _kv(n, heads, d, gen, dtype):
     """N(0, 1) K/V, keys with an outlier channel (x 20) and a constant (zero-range) channel."""
-    k = torch.randn(n, heads, d, generator=gen)
+    k = torch.randn(n, heads, d, generator=gen, device=gen.device)  # the example passes its device's generator
     k[:, :, 3] *= 20.0
     k[:, :, 5] = 0.75
-    v = torch.randn(n, heads, d, generator=gen)
+    v = torch.randn(n, heads, d, generator=gen, device=gen.device)
     v[:, 0, 32:64] = -1.5  # one whole value group constant
     return k.to(dtype), v.to(dtype)
 

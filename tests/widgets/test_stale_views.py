@@ -120,3 +120,26 @@ def test_an_exception_in_the_renderer_marks_everything(error):
     explorer._render = original
     slider.value = 51
     assert explorer.stale == set() and explorer.figures["b"].data[0].y == (5,)
+
+
+def test_kernel_explorer_benchmark_figures_are_marked_when_they_cannot_be_redrawn(monkeypatch):
+    from pathlib import Path
+
+    from kvlab.widgets import kernel_explorer as ke
+
+    sample = Path(__file__).parent / "fixtures" / "kernel_bench_sample.csv"
+    explorer = ke.build_kernel_explorer(benchmark_csv=sample, debounce_s=0)
+    drawn = ke.benchmark_time_figure
+
+    def broken(rows, *, title):
+        raise ValueError("a malformed row")
+
+    monkeypatch.setattr(ke, "benchmark_time_figure", broken)
+    explorer.controls["bench_batch"].value = 1
+    assert explorer.bench_status.level == "error"
+    assert {"bench_time", "bench_bandwidth"} <= explorer.stale
+    assert figure_is_stale(explorer.figures["bench_time"]) and _veiled(explorer.figures["bench_bandwidth"])
+    monkeypatch.setattr(ke, "benchmark_time_figure", drawn)
+    explorer.controls["bench_batch"].value = 16
+    assert not {"bench_time", "bench_bandwidth"} & explorer.stale
+    assert not figure_is_stale(explorer.figures["bench_time"])
