@@ -62,7 +62,8 @@ def calls_for(scheme: str, kv: DenseKV, queries: list[torch.Tensor], query_len: 
         from kvlab.kernels.attention import prepare_paged_attention
 
         paged = paged_copies(scheme, kv, query_len=query_len, block_size=BS, sets=len(queries), gen=gen)
-        calls = [prepare_paged_attention(q, paged.cache, b) for q, b in zip(queries, paged.batches, strict=True)]
+        calls = [prepare_paged_attention(q, paged.cache, b)
+                 for q, b in zip(queries, paged.batches, strict=True)]
         return calls, (paged,), lambda c: c.tiling.num_splits
     from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention
 
@@ -99,7 +100,8 @@ def run(out_dir: str, repeats: int) -> None:
             gbps = nbytes / us / 1e3
             rows.append(BenchRow(scheme=scheme, batch=batch, context=context, kind=kind, query_len=qlen,
                                  median_us=round(us, 2), bytes=nbytes, gbps=round(gbps, 1),
-                                 pct_copy_bw=round(100 * gbps / copy_bw, 1), rel_err_truth=float(f"{err:.3e}"),
+                                 pct_copy_bw=round(100 * gbps / copy_bw, 1),
+                                 rel_err_truth=float(f"{err:.3e}"),
                                  device=device, copy_bw_gbps=round(copy_bw, 1), num_splits=splits(calls[0]),
                                  backend="kvlab-triton", triton=triton.__version__, torch=torch.__version__))
             print(format_table(rows[-1:]).splitlines()[-1], flush=True)

@@ -35,7 +35,8 @@ def kvlab_result(entry: dict) -> tuple[str, str]:
             p = predict_from_logged_memory(config, got["error_available_gib"])
             est = "-".join(map(str, sorted(set(p.max_model_len_estimates))))
             ok = round(p.needed_gib, 2) == got["needed_gib"] and (
-                "estimate" not in got or min(p.max_model_len_estimates) <= got["estimate"] <= max(p.max_model_len_estimates)
+                "estimate" not in got
+                or min(p.max_model_len_estimates) <= got["estimate"] <= max(p.max_model_len_estimates)
             )
             return f"needs {p.needed_gib:.2f} GiB, estimate {est}", "match" if ok else "mismatch"
         if entry["check"] == "blocks":
@@ -51,7 +52,8 @@ def kvlab_result(entry: dict) -> tuple[str, str]:
         hits = p.pairs_with(got.get("tokens"), got.get("concurrency"))
         tokens = sorted(set(p.kv_cache_tokens))
         conc = sorted(set(p.concurrency))
-        text = f"blocks {p.num_blocks[0]}-{p.num_blocks[-1]}, {tokens[0]:,}-{tokens[-1]:,} tokens, {'/'.join(conc)}x"
+        text = (f"blocks {p.num_blocks[0]}-{p.num_blocks[-1]}, {tokens[0]:,}-{tokens[-1]:,} tokens, "
+                f"{'/'.join(conc)}x")
         return text, "match" if hits else "mismatch"
     except ValueError as exc:
         return f"refused: {str(exc)[:70]}", "refused"
@@ -62,7 +64,8 @@ def main() -> None:
     for entry in load_entries():
         result, verdict = kvlab_result(entry)
         lines = " | ".join(entry["lines"].values())
-        rows.append([entry["id"], entry["family"], entry["vllm_version"], lines, result, verdict, entry["expect"], entry["url"]])
+        rows.append([entry["id"], entry["family"], entry["vllm_version"], lines, result, verdict,
+                     entry["expect"], entry["url"]])
         print(f"{entry['id']:42s} {verdict:9s} (expected {entry['expect']:8s}) kvlab: {result}")
     out = ROOT / "benchmarks" / "results" / "vllm_startup_logs.csv"
     out.parent.mkdir(parents=True, exist_ok=True)

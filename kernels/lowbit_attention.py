@@ -40,7 +40,8 @@ LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
 @triton.jit
 def _codes(byte_ptr, rows, mask, BITS: tl.constexpr, P: tl.constexpr, DP: tl.constexpr, D_PAD: tl.constexpr,
            TILE_N: tl.constexpr):
-    """Load ``[TILE_N, D/P]`` bytes at ``byte_ptr + rows * DP`` and unpack them to ``[TILE_N, D_PAD]`` fp32."""
+    """Load ``[TILE_N, D/P]`` bytes at ``byte_ptr + rows * DP`` and unpack them to ``[TILE_N, D_PAD]``
+    fp32."""
     j = tl.arange(0, D_PAD // P)
     b = tl.load(byte_ptr + rows[:, None] * DP + j[None, :], mask=mask[:, None] & (j < DP)[None, :], other=0)
     shifts = tl.arange(0, P) * BITS
@@ -110,7 +111,8 @@ def lowbit_attention_kernel(
             # keys: one scale and zero point per (block, channel), applied to [BPT, BLOCK_SIZE, D]
             ch = (blk_b * NUM_KV_HEADS + kv_head)[:, None] * D + d[None, :]
             km = b_valid[:, None] & (d < D)[None, :]
-            k = tl.reshape(_codes(kc_ptr, slot_row, packed, BITS, P, D // P, D_PAD, TILE_N), [BPT, BLOCK_SIZE, D_PAD])
+            k = tl.reshape(_codes(kc_ptr, slot_row, packed, BITS, P, D // P, D_PAD, TILE_N),
+                           [BPT, BLOCK_SIZE, D_PAD])
             k = k * tl.load(ks_ptr + ch, mask=km, other=0.0).to(tl.float32)[:, None, :] + \
                 tl.load(kz_ptr + ch, mask=km, other=0.0).to(tl.float32)[:, None, :]
             k_res = tl.load(rk_ptr + res_row[:, None] * D + d[None, :],
@@ -120,7 +122,8 @@ def lowbit_attention_kernel(
                        input_precision=DOT_PRECISION) * qk_scale
         else:
             k = _codes(kc_ptr, slot_row, n_valid, BITS, P, D // P, D_PAD, TILE_N) - 8.0
-            s = tl.dot(q, tl.trans(round_to_dot_dtype(k, DOT_DTYPE, INTERPRET_)), input_precision=DOT_PRECISION)
+            s = tl.dot(q, tl.trans(round_to_dot_dtype(k, DOT_DTYPE, INTERPRET_)),
+                       input_precision=DOT_PRECISION)
             s = s * (qk_scale * tl.load(ks_ptr + slot_row, mask=n_valid, other=1.0))[None, :]
         if USE_SOFTCAP:
             s = softcap * (1.0 - 2.0 / (tl.exp(tl.minimum(2.0 * s / softcap, 40.0)) + 1.0))
@@ -140,7 +143,8 @@ def lowbit_attention_kernel(
             g = tl.arange(0, NG)
             grp = slot_row[:, None] * (DV // G) + g[None, :]
             gm = packed[:, None] & (g < DV // G)[None, :]
-            v = tl.reshape(_codes(vc_ptr, slot_row, packed, BITS, P, DV // P, DV_PAD, TILE_N), [TILE_N, NG, G])
+            v = tl.reshape(_codes(vc_ptr, slot_row, packed, BITS, P, DV // P, DV_PAD, TILE_N),
+                           [TILE_N, NG, G])
             v = v * tl.load(vs_ptr + grp, mask=gm, other=0.0).to(tl.float32)[:, :, None] + \
                 tl.load(vz_ptr + grp, mask=gm, other=0.0).to(tl.float32)[:, :, None]
             v_res = tl.load(rv_ptr + res_row[:, None] * DV + dv[None, :],
@@ -150,7 +154,8 @@ def lowbit_attention_kernel(
             v = _codes(vc_ptr, slot_row, n_valid, BITS, P, DV // P, DV_PAD, TILE_N) - 8.0
             p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
         acc = acc * alpha[:, None]
-        acc = tl.dot(round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_), round_to_dot_dtype(v, DOT_DTYPE, INTERPRET_),
+        acc = tl.dot(round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_),
+                     round_to_dot_dtype(v, DOT_DTYPE, INTERPRET_),
                      acc, input_precision=DOT_PRECISION)
         m_i = m_new
 
@@ -160,6 +165,7 @@ def lowbit_attention_kernel(
                  to_storage(o, OUT_DTYPE, INTERPRET_), mask=row_valid[:, None] & (dv < DV)[None, :])
     else:
         row = (token * (NUM_KV_HEADS * GROUP) + q_head) * num_splits + split
-        tl.store(part_acc_ptr + row[:, None] * DV + dv[None, :], acc, mask=row_valid[:, None] & (dv < DV)[None, :])
+        tl.store(part_acc_ptr + row[:, None] * DV + dv[None, :], acc,
+                 mask=row_valid[:, None] & (dv < DV)[None, :])
         tl.store(part_stat_ptr + row * 2, m_i, mask=row_valid)
         tl.store(part_stat_ptr + row * 2 + 1, l_i, mask=row_valid)

@@ -83,8 +83,8 @@ def prepare_lowbit_attention(
     nkv, hv = cache.num_kv_heads, cache.head_size_v
     bs = cache.block_size
     if bs & (bs - 1):
-        raise ValueError(f"the low-bit attention kernel needs a power-of-two block size (its tiles hold whole "
-                         f"blocks), got block_size={bs}")
+        raise ValueError(f"the low-bit attention kernel needs a power-of-two block size (its tiles hold "
+                         f"whole blocks), got block_size={bs}")
     tile = max(bs, 16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
     if tile & (tile - 1) or tile % bs:
         raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
@@ -103,8 +103,10 @@ def prepare_lowbit_attention(
     parts = None
     part_acc = part_stat = out
     if num_splits > 1:
-        part_acc = torch.empty((num_tokens, num_q_heads, num_splits, hv), dtype=torch.float32, device=out.device)
-        part_stat = torch.empty((num_tokens, num_q_heads, num_splits, 2), dtype=torch.float32, device=out.device)
+        part_acc = torch.empty((num_tokens, num_q_heads, num_splits, hv), dtype=torch.float32,
+                               device=out.device)
+        part_stat = torch.empty((num_tokens, num_q_heads, num_splits, 2), dtype=torch.float32,
+                                device=out.device)
         parts = (part_acc, part_stat)
     sch, kivi, dummy, dev = cache.scheme, cache.is_kivi, cache.key_scale, query.device
     args = (
@@ -114,7 +116,8 @@ def prepare_lowbit_attention(
         cache.residual_key if kivi else dummy, cache.residual_value if kivi else dummy,
         cache.residual_page if kivi else dummy,
         batch.block_table, batch.query_start_loc, batch.seq_lens,
-        torch.tensor(seqs, dtype=torch.int32, device=dev), torch.tensor(qblocks, dtype=torch.int32, device=dev),
+        torch.tensor(seqs, dtype=torch.int32, device=dev),
+        torch.tensor(qblocks, dtype=torch.int32, device=dev),
         num_splits, sigma, float(softcap or 1.0), int(sliding_window or 1),
         query.stride(0), query.stride(1), out.stride(0), out.stride(1), batch.block_table.stride(0),
     )

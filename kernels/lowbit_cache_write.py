@@ -86,7 +86,8 @@ def _residual_store_kernel(key_ptr, value_ptr, slot_ptr, page_ptr, rk_ptr, rv_pt
     keep = slot >= 0
     row = (page * BLOCK_SIZE + slot % BLOCK_SIZE) * NUM_KV_HEADS + head
     d = tl.arange(0, D_PAD)
-    k = to_fp32(tl.load(key_ptr + token * stride_kt + head * stride_kh + d, mask=d < D, other=0.0), INTERPRET_)
+    k = to_fp32(tl.load(key_ptr + token * stride_kt + head * stride_kh + d, mask=d < D, other=0.0),
+                INTERPRET_)
     tl.store(rk_ptr + row * D + d, to_bf16(k, INTERPRET_), mask=(d < D) & keep)
     dv = tl.arange(0, DV_PAD)
     v = to_fp32(tl.load(value_ptr + token * stride_vt + head * stride_vh + dv, mask=dv < DV, other=0.0),

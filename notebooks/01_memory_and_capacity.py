@@ -166,7 +166,7 @@ from kvlab.analysis.family_views import FAMILIES, family_request_bytes
 from kvlab.plots.family import family_bytes_figure
 
 rows = family_request_bytes(32768)
-for fam, row in zip(FAMILIES, rows):
+for fam, row in zip(FAMILIES, rows, strict=True):
     print(f"{fam.name:28s} {fam.preset:20s} {row.bytes_per_token:>9,.0f} B/token  {fam.trick}")
 family_bytes_figure(rows, title="One 32,768-token request, by family (one GPU of each example)")
 

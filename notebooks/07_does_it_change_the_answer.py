@@ -32,7 +32,7 @@
 # %%
 from IPython.display import HTML, display
 
-from kvlab.lm import INSTALL_HINT, CacheVariant, find_model_file
+from kvlab.lm import INSTALL_HINT, find_model_file
 from kvlab.lm.prompts import GENERATION_PROMPTS
 from kvlab.lm.quality import error_by_position, quality_rows, recorded_by_position
 from kvlab.plots.lm_quality import error_by_position_figure, quality_bars_figure, token_diff_html

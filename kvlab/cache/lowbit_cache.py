@@ -98,7 +98,8 @@ class LowBitPagedCache:
         if sch.mode == QuantMode.INT4_PER_TOKEN_HEAD:
             return cls(sch, key_codes, value_codes, full(shape, torch.float32), full(shape, torch.float32),
                        head_size=head_size, head_size_v=hv)
-        pages = num_blocks if residual_pages is None else require_positive_int(residual_pages, "residual_pages")
+        pages = (num_blocks if residual_pages is None
+                 else require_positive_int(residual_pages, "residual_pages"))
         per_channel = (num_blocks, num_kv_heads, head_size)
         per_group = (*shape, hv // sch.group_size)
         return cls(
@@ -181,7 +182,8 @@ class LowBitPagedCache:
         k, v = key[keep], value[keep]
         blocks, offsets = slots // self.block_size, slots % self.block_size
         if not self.is_kivi:
-            for codes_t, scale_t, x in ((self.key_codes, self.key_scale, k), (self.value_codes, self.value_scale, v)):
+            for codes_t, scale_t, x in ((self.key_codes, self.key_scale, k),
+                                        (self.value_codes, self.value_scale, v)):
                 q, s = quantize_int4_per_token_head(x, check_finite=False)
                 codes_t[blocks, offsets] = pack_codes((q + INT4_OFFSET).to(torch.uint8), 4)
                 scale_t[blocks, offsets] = s

@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     hybrid = config.hybrid_block_choice()
     hybrid_lines = list(hybrid.log_lines) if hybrid else []
     per_request = request_bytes(config)
-    origin_note = "" if config.kv_cache_dtype == "fp8_ds_mla" else get_scheme(config.kv_cache_dtype).origin_note
+    origin_note = ("" if config.kv_cache_dtype == "fp8_ds_mla"
+                   else get_scheme(config.kv_cache_dtype).origin_note)
     groups = [
         {
             "kind": g.kind,
@@ -134,5 +135,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --gpu: KV memory = utilization x GPU memory - weights - activations (an estimate that "
         "replaces --kv-cache-memory)",
     )
-    p.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="weights' dtype (default bf16)")
+    p.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES,
+                   help="weights' dtype (default bf16)")
     p.set_defaults(func=run)

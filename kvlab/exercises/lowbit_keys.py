@@ -59,8 +59,8 @@ def _edge_cases() -> list[Case]:
         Case("codes 0..3 in one channel, a constant channel", {"keys": ladder, "bits": 2}, edge=True),
         Case("an outlier channel (+40), 4 bits", {"keys": outlier, "bits": 4}, edge=True),
         Case("all values negative", {"keys": -torch.rand(16, 1, 8, generator=gen) - 1, "bits": 2}, edge=True),
-        Case("bfloat16 keys, 32 tokens x 8 heads x 128", {"keys": torch.randn(32, 8, 128, generator=gen).bfloat16(),
-                                                         "bits": 4}, edge=True),
+        Case("bfloat16 keys, 32 tokens x 8 heads x 128",
+             {"keys": torch.randn(32, 8, 128, generator=gen).bfloat16(), "bits": 4}, edge=True),
     ]
 
 

@@ -213,7 +213,8 @@ def _share_kv(layers: list[LayerKV], shared: int, num_layers: int, where: str) -
             continue
         targets = [t for t in layers if index[t.name] < first_shared and t.kind == layer.kind]
         if not targets:
-            raise ValueError(f"{where}: shared layer {layer.name!r} has no earlier {layer.kind} layer to reuse")
+            raise ValueError(f"{where}: shared layer {layer.name!r} has no earlier {layer.kind} layer "
+                             "to reuse")
         out.append(dataclasses.replace(layer, kv_shared_with=targets[-1].name))
     return out
 

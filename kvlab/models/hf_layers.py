@@ -56,7 +56,8 @@ def layer_plan(cfg: dict[str, Any], num_layers: int, where: str) -> list[LayerPl
     if pattern is not None:
         if len(pattern) != num_layers:
             raise ValueError(
-                f"{where}: hybrid_override_pattern has {len(pattern)} letters, num_hidden_layers is {num_layers}"
+                f"{where}: hybrid_override_pattern has {len(pattern)} letters, "
+                f"num_hidden_layers is {num_layers}"
             )
         unknown = sorted(set(pattern) - set(_PATTERN))
         if unknown:
@@ -66,7 +67,8 @@ def layer_plan(cfg: dict[str, Any], num_layers: int, where: str) -> list[LayerPl
         return [_PATTERN[c] for c in pattern]
     interval = cfg.get("full_attention_interval")
     if interval:
-        return [("full", None) if (i + 1) % int(interval) == 0 else (None, "gated_delta_net") for i in range(num_layers)]
+        return [("full", None) if (i + 1) % int(interval) == 0 else (None, "gated_delta_net")
+                for i in range(num_layers)]
     period = cfg.get("attn_layer_period")
     if period:
         offset = int(cfg.get("attn_layer_offset") or 0)

@@ -54,7 +54,8 @@ def state_layer(cfg: dict[str, Any], kind: str, name: str, where: str) -> StateL
         inner = cfg.get("mamba_d_ssm") or _need(cfg, ("mamba_expand",), why, where) * _need(
             cfg, ("hidden_size",), why, where
         )
-        return StateLayerKV(name, kind, conv_kernel=conv, state_size=state, intermediate_size=int(inner), ssm_dtype=ssm_dtype)
+        return StateLayerKV(name, kind, conv_kernel=conv, state_size=state, intermediate_size=int(inner),
+                            ssm_dtype=ssm_dtype)
     heads = _need(cfg, ("mamba_num_heads", "mamba_n_heads"), why, where)
     head_dim = _need(cfg, ("mamba_head_dim", "mamba_d_head"), why, where)
     inner = cfg.get("mamba_d_ssm") or heads * head_dim

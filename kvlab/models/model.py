@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from kvlab.models.parallel import check_tensor_parallel, kv_heads_per_gpu
 from kvlab.models.state_layers import StateLayerKV
 from kvlab.sizing.mla_spec import MLAAttentionSpec
-from kvlab.sizing.state_spec import MambaSpec
-from kvlab.sizing.state_unification import HybridBlockChoice, hybrid_block_size
 from kvlab.sizing.specs import (
     MODEL_DTYPES,
     AttentionSpec,
@@ -23,10 +21,12 @@ from kvlab.sizing.specs import (
     FullAttentionSpec,
     SlidingWindowSpec,
 )
+from kvlab.sizing.state_spec import MambaSpec
+from kvlab.sizing.state_unification import HybridBlockChoice, hybrid_block_size
+from kvlab.validation import require_choice, require_positive_int
 
 #: Any per-layer spec a model produces.
 KVCacheSpec = AttentionSpec | MambaSpec
-from kvlab.validation import require_choice, require_positive_int
 
 LAYER_KINDS = ("full", "sliding_window", "chunked_local", "mla")
 
@@ -274,7 +274,8 @@ class ModelKV:
         is_mla = isinstance(first, MLAAttentionSpec)
         return hybrid_block_size(
             first.page_size_bytes,
-            max(s.state_bytes(tensor_parallel_size, self.dtype, num_speculative_tokens) for s in self.state_layers),
+            max(s.state_bytes(tensor_parallel_size, self.dtype, num_speculative_tokens)
+                for s in self.state_layers),
             block_size,
             alignment=block_alignment or (64 if is_mla else 16),
             mamba_cache_mode=mamba_cache_mode,

@@ -32,7 +32,9 @@ def check_query_heads(num_attention_heads: int, num_kv_heads: int, where: str = 
         )
 
 
-def check_tensor_parallel(num_attention_heads: int | None, tensor_parallel_size: int, where: str = "model") -> None:
+def check_tensor_parallel(
+    num_attention_heads: int | None, tensor_parallel_size: int, where: str = "model"
+) -> None:
     """vLLM's first check: the query heads must divide evenly over ``tensor_parallel_size`` GPUs.
 
     Raises:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from kvlab.models.hf_config import model_from_hf_config
 from kvlab.models.model import ModelKV
-from kvlab.models.presets_families import FAMILY_PRESETS
 from kvlab.models.parameters import preset_parameter_fields
+from kvlab.models.presets_families import FAMILY_PRESETS
 
 PRESET_CONFIGS: dict[str, tuple[str, dict]] = {
     # google/gemma-4-31B-it (text_config, 2026). Checked against copies of the published config.json

@@ -16,7 +16,8 @@ FAMILY_PRESETS: dict[str, tuple[str, dict]] = {
     # kv_lora_rank 512 + qk_rope_head_dim 64 = 576 cached elements, one MTP module, 163,840 positions.
     "deepseek-v3": (
         "deepseek-ai/DeepSeek-V3",
-        {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 128,
+        {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
+         "num_attention_heads": 128,
          "num_key_value_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
          "v_head_dim": 128, "num_nextn_predict_layers": 1, "max_position_embeddings": 163840,
          "torch_dtype": "bfloat16"},
@@ -25,7 +26,8 @@ FAMILY_PRESETS: dict[str, tuple[str, dict]] = {
     # beside every layer. Indexer fields follow the model card; not verified against the file.
     "deepseek-v3.2": (
         "deepseek-ai/DeepSeek-V3.2",
-        {"model_type": "deepseek_v32", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 128,
+        {"model_type": "deepseek_v32", "num_hidden_layers": 61, "hidden_size": 7168,
+         "num_attention_heads": 128,
          "num_key_value_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
          "v_head_dim": 128, "index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048,
          "num_nextn_predict_layers": 1, "max_position_embeddings": 163840, "torch_dtype": "bfloat16"},
@@ -34,7 +36,8 @@ FAMILY_PRESETS: dict[str, tuple[str, dict]] = {
     # 131,072 positions. Not verified against a stored copy.
     "kimi-k2": (
         "moonshotai/Kimi-K2-Instruct",
-        {"model_type": "kimi_k2", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 64, "num_key_value_heads": 64,
+        {"model_type": "kimi_k2", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 64,
+         "num_key_value_heads": 64,
          "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
          "num_nextn_predict_layers": 0, "max_position_embeddings": 131072, "torch_dtype": "bfloat16"},
     ),
@@ -43,7 +46,8 @@ FAMILY_PRESETS: dict[str, tuple[str, dict]] = {
     # MTP module, 262,144 positions. Checked against public copies of the config.
     "qwen3-next-80b-a3b": (
         "Qwen/Qwen3-Next-80B-A3B-Instruct",
-        {"model_type": "qwen3_next", "num_hidden_layers": 48, "full_attention_interval": 4, "hidden_size": 2048,
+        {"model_type": "qwen3_next", "num_hidden_layers": 48, "full_attention_interval": 4,
+         "hidden_size": 2048,
          "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, **_GDN,
          "mtp_num_hidden_layers": 1, "max_position_embeddings": 262144, "torch_dtype": "bfloat16"},
     ),

@@ -50,11 +50,13 @@ class SpeculativeConfig:
         if self.num_draft_layers is not None:
             require_positive_int(self.num_draft_layers, "num_draft_layers")
         if self.method == "draft_model" and self.draft_model is None:
-            raise ValueError("speculative method 'draft_model' needs the draft model (a preset or config.json)")
+            raise ValueError("speculative method 'draft_model' needs the draft model "
+                             "(a preset or config.json)")
 
     @classmethod
     def parse(cls, value: SpeculativeConfig | dict[str, Any] | str) -> SpeculativeConfig:
-        """From a config object, a dict or a JSON string (``'{"method": "mtp", "num_speculative_tokens": 2}'``).
+        """From a config object, a dict or a JSON string
+        (``'{"method": "mtp", "num_speculative_tokens": 2}'``).
 
         The draft ``model`` may be a preset name or a ``config.json`` path.
         """
@@ -109,6 +111,7 @@ class SpeculativeConfig:
 
 def _last_full_layer(model: ModelKV) -> LayerKV:
     for layer in reversed(model.layers):
-        if layer.kind in ("full", "mla") and layer.kv_shared_with is None and not layer.name.endswith(".indexer"):
+        if (layer.kind in ("full", "mla") and layer.kv_shared_with is None
+                and not layer.name.endswith(".indexer")):
             return dataclasses.replace(layer, kv_shared_with=None)
     raise ValueError(f"model {model.name!r} has no full-attention layer to shape the draft's KV on")

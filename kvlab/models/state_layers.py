@@ -83,7 +83,9 @@ class StateLayerKV:
         for field in needed:
             require_positive_int(getattr(self, field), f"{field} of state layer {self.name!r}")
 
-    def state_shapes(self, tensor_parallel_size: int = 1, num_speculative_tokens: int = 0) -> tuple[tuple[int, ...], ...]:
+    def state_shapes(
+        self, tensor_parallel_size: int = 1, num_speculative_tokens: int = 0
+    ) -> tuple[tuple[int, ...], ...]:
         """``(conv shape, ssm/recurrent shape)`` on one GPU (elements)."""
         tp, spec, name = tensor_parallel_size, num_speculative_tokens, self.name
         require_positive_int(tp, "tensor_parallel_size")
@@ -108,7 +110,9 @@ class StateLayerKV:
         conv = _MODEL_DTYPE_BYTES[model_dtype]
         return conv, STATE_DTYPE_BYTES[self.ssm_dtype] or conv
 
-    def state_bytes(self, tensor_parallel_size: int = 1, model_dtype: str = "bfloat16", num_speculative_tokens: int = 0) -> int:
+    def state_bytes(
+        self, tensor_parallel_size: int = 1, model_dtype: str = "bfloat16", num_speculative_tokens: int = 0
+    ) -> int:
         """Bytes of one request's state in this layer on one GPU."""
         shapes = self.state_shapes(tensor_parallel_size, num_speculative_tokens)
         sizes = self.state_element_bytes(model_dtype)

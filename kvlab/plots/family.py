@@ -11,7 +11,8 @@ from kvlab.plots.palette import OKABE_ITO
 from kvlab.plots.style import figure
 
 GIB = 2**30
-PART_COLORS = {"attention": OKABE_ITO["blue"], "state": OKABE_ITO["orange"], "draft": OKABE_ITO["reddish_purple"]}
+PART_COLORS = {"attention": OKABE_ITO["blue"], "state": OKABE_ITO["orange"],
+               "draft": OKABE_ITO["reddish_purple"]}
 
 
 def family_bytes_figure(rows: Sequence[FamilyBytes], *, selected: str | None = None, title: str) -> go.Figure:

@@ -14,7 +14,9 @@ _KIND_STYLE = {True: ("vLLM --kv-cache-dtype", OKABE_ITO["blue"], "circle"),
                False: ("kvlab scheme (not in vLLM)", OKABE_ITO["vermillion"], "diamond")}
 
 
-def frontier_figure(points: Sequence[FrontierPoint], title: str, *, highlight: str | None = None) -> go.Figure:
+def frontier_figure(
+    points: Sequence[FrontierPoint], title: str, *, highlight: str | None = None
+) -> go.Figure:
     """Attention-output error (log) against bits per stored element, one marker per scheme.
 
     vLLM's dtypes and kvlab's low-bit schemes get different colours and shapes; a grey line joins the
@@ -34,7 +36,8 @@ def frontier_figure(points: Sequence[FrontierPoint], title: str, *, highlight: s
             hovertemplate="%{text}<br>%{x:.2f} bits/element, %{customdata[0]} B/token<br>"
                           "attention error %{y:.3g}<extra></extra>"))
     best = on_frontier(valid)
-    traces.append(go.Scatter(x=column([p.bits_per_element for p in best]), y=column([p.rel_error for p in best]),
+    traces.append(go.Scatter(x=column([p.bits_per_element for p in best]),
+                             y=column([p.rel_error for p in best]),
                              mode="lines", name="frontier", line=dict(color=GREY, dash="dot"),
                              hoverinfo="skip"))
     chosen = [p for p in valid if p.scheme == highlight]

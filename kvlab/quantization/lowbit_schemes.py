@@ -143,13 +143,16 @@ class LowBitScheme(KVCacheScheme):
 
 def _kivi(name: str, bits: int, group: int, residual: int) -> LowBitScheme:
     if bits not in KIVI_BITS:
-        raise ValueError(f"scheme {name!r}: KIVI codes have {' or '.join(map(str, KIVI_BITS))} bits, got {bits}")
+        raise ValueError(f"scheme {name!r}: KIVI codes have {' or '.join(map(str, KIVI_BITS))} bits, "
+                         f"got {bits}")
     if group not in GROUP_SIZES:
         raise ValueError(
-            f"scheme {name!r}: value group size must be one of {', '.join(map(str, GROUP_SIZES))}, got {group}"
+            f"scheme {name!r}: value group size must be one of {', '.join(map(str, GROUP_SIZES))}, "
+            f"got {group}"
         )
     if residual < 1:
-        raise ValueError(f"scheme {name!r}: the residual is at least the block being filled (_r1), got _r{residual}")
+        raise ValueError(f"scheme {name!r}: the residual is at least the block being filled (_r1), "
+                         f"got _r{residual}")
     return LowBitScheme(name, QuantMode.KIVI, torch.uint8, float(2**bits - 1), None,
                         bits=bits, group_size=group, residual_blocks=residual)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvlab.serving.config import EngineConfig
-from kvlab.sizing.state_spec import MambaSpec
 from kvlab.sizing.specs import UniformTypeSpecs
+from kvlab.sizing.state_spec import MambaSpec
 
 CATEGORIES = ("attention", "state", "draft")
 

@@ -13,12 +13,12 @@ from kvlab.models.model import KVCacheSpec, ModelKV
 from kvlab.models.presets import get_model
 from kvlab.models.speculative import SpeculativeConfig
 from kvlab.quantization import get_scheme
-from kvlab.sizing.mla_spec import MLA_ELEMENT_BYTES
-from kvlab.sizing.state_spec import MAMBA_CACHE_MODES
 from kvlab.simulator.scheduler import SchedulerConfig
 from kvlab.sizing.capacity import KVCacheConfig, KVCachePlan, plan_kv_cache
 from kvlab.sizing.memory_units import parse_memory
+from kvlab.sizing.mla_spec import MLA_ELEMENT_BYTES
 from kvlab.sizing.profiles import Profile, get_profile
+from kvlab.sizing.state_spec import MAMBA_CACHE_MODES
 from kvlab.sizing.state_unification import HybridBlockChoice
 from kvlab.sizing.window_pools import plan_window_pools
 from kvlab.validation import require_positive_int
@@ -74,7 +74,8 @@ class EngineConfig:
         if self.speculative_config is not None:
             object.__setattr__(self, "speculative_config", SpeculativeConfig.parse(self.speculative_config))
         if self.mamba_cache_mode not in MAMBA_CACHE_MODES:
-            raise ValueError(f"mamba_cache_mode must be one of {', '.join(MAMBA_CACHE_MODES)}; got {self.mamba_cache_mode!r}")
+            raise ValueError(f"mamba_cache_mode must be one of {', '.join(MAMBA_CACHE_MODES)}; "
+                             f"got {self.mamba_cache_mode!r}")
         if not (self.kv_cache_dtype in MLA_ELEMENT_BYTES and self._has_mla):
             get_scheme(self.kv_cache_dtype)
         require_positive_int(self.block_size, "block_size")

@@ -99,7 +99,8 @@ def predict_from_logged_memory(config: EngineConfig, available_gib: float) -> Lo
     pred = predict_from_blocks(config, range(max(lo // per_block, 1), hi // per_block + 1))
     fit = plan.profile.reserve_null_block_in_fit
     estimates = tuple(
-        estimate_max_model_len(plan.grouping, m - (per_block if fit else 0), plan.max_model_len, plan.in_flight_tokens)
+        estimate_max_model_len(plan.grouping, m - (per_block if fit else 0), plan.max_model_len,
+                               plan.in_flight_tokens)
         for m in (lo, hi)
     )
     return LoggedPrediction(**{**pred.__dict__, "max_model_len_estimates": estimates})

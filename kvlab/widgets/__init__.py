@@ -17,9 +17,9 @@ library (:mod:`kvlab.serving`, :mod:`kvlab.analysis`, …) and the figures from 
 
 from kvlab.widgets.admission_explorer import build_admission_explorer
 from kvlab.widgets.block_map import build_block_map
-from kvlab.widgets.family_picker import build_family_picker
 from kvlab.widgets.debounce import Debouncer
 from kvlab.widgets.explorer import Explorer
+from kvlab.widgets.family_picker import build_family_picker
 from kvlab.widgets.kernel_explorer import build_kernel_explorer
 from kvlab.widgets.memory_explorer import build_memory_explorer
 from kvlab.widgets.quantization_explorer import build_quantization_explorer

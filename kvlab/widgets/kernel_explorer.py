@@ -98,7 +98,8 @@ def build_kernel_explorer(
     def current_case() -> KernelCase:
         return KernelCase(scheme=c["scheme"].value, context=c["context"].value, num_seqs=c["num_seqs"].value,
                           query_len=c["query_len"].value, head_size=c["head_size"].value,
-                          sliding_window=c["sliding_window"].value or None, softcap=c["softcap"].value or None,
+                          sliding_window=c["sliding_window"].value or None,
+                          softcap=c["softcap"].value or None,
                           outliers=c["outliers"].value)
 
     def render():

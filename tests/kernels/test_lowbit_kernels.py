@@ -44,7 +44,8 @@ def _assert_same(ref, tri):
 
 def _kv(n, heads, d, gen, dtype):
     """N(0, 1) K/V, keys with an outlier channel (x 20) and a constant (zero-range) channel."""
-    k = torch.randn(n, heads, d, generator=gen, device=gen.device)  # the example passes its device's generator
+    # the example passes its device's generator
+    k = torch.randn(n, heads, d, generator=gen, device=gen.device)
     k[:, :, 3] *= 20.0
     k[:, :, 5] = 0.75
     v = torch.randn(n, heads, d, generator=gen, device=gen.device)

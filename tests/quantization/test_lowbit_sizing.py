@@ -30,10 +30,11 @@ def test_capacity_with_kivi2_worked_by_hand():
 
 def test_sizing_refuses_a_group_that_does_not_divide():
     with pytest.raises(ValueError, match="G=64 does not divide the V head size 96"):
-        AttentionSpec(16, 8, 96, kv_cache_dtype="kivi2_g64").page_size_bytes
+        AttentionSpec(16, 8, 96, kv_cache_dtype="kivi2_g64").page_size_bytes  # noqa: B018 (access raises)
     with pytest.raises(ValueError, match="power of two"):
-        capacity(EngineConfig("llama-3.1-8b", kv_cache_memory="16GiB", kv_cache_dtype="kivi2",
-                              max_model_len=8192, block_size=24)).num_blocks
+        capacity(EngineConfig(  # noqa: B018 (the access raises)
+            "llama-3.1-8b", kv_cache_memory="16GiB", kv_cache_dtype="kivi2",
+            max_model_len=8192, block_size=24)).num_blocks
 
 
 def test_cli_capacity_says_kvlab_scheme(capsys):

@@ -23,13 +23,15 @@ def test_speculative_config_flag_adds_the_mtp_layer(capsys):
 
 def test_fp8_ds_mla_and_dcp_flags(capsys):
     out = run_json(capsys, ["--model", "deepseek-v3", "-tp", "8", "-dcp", "8", "--block-size", "64",
-                            "--kv-cache-dtype", "fp8_ds_mla", "--kv-cache-memory", "20GiB", "--max-model-len", "131072"])
+                            "--kv-cache-dtype", "fp8_ds_mla", "--kv-cache-memory", "20GiB",
+                            "--max-model-len", "131072"])
     assert out["bytes_per_block"] == 61 * 64 * 656
     assert out["blocks_per_request"] == 131072 // 8 // 64
 
 
 def test_mamba_cache_mode_flag_and_hybrid_log_lines(capsys):
-    base = ["--model", "qwen3-next-80b-a3b", "-tp", "4", "--kv-cache-memory", "20GiB", "--max-model-len", "65536"]
+    base = ["--model", "qwen3-next-80b-a3b", "-tp", "4", "--kv-cache-memory", "20GiB",
+            "--max-model-len", "65536"]
     none = run_json(capsys, base)
     align = run_json(capsys, [*base, "--mamba-cache-mode", "align"])
     # 3 state groups: one page per request without state prefix caching, two with it

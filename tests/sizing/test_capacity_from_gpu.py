@@ -23,7 +23,8 @@ def test_llama_8b_on_an_h100_by_hand(capsys):
 
 
 def test_given_memory_stays_exact(capsys):
-    out = run_json(capsys, ["--model", "llama-3.1-8b", "--kv-cache-memory", "11.54GiB", "--max-model-len", "8192"])
+    out = run_json(capsys, ["--model", "llama-3.1-8b", "--kv-cache-memory", "11.54GiB",
+                            "--max-model-len", "8192"])
     assert out["kv_cache_memory_source"] == "given" and out["kv_cache_memory_estimate"] is None
     assert out["kv_cache_memory_bytes"] == int(11.54 * 2**30)
 
@@ -36,8 +37,8 @@ def test_gpu_flags_come_together(capsys):
 
 
 def test_tensor_parallelism_splits_the_weights(capsys):
-    one = run_json(capsys, ["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpu-memory-utilization", "0.9",
-                            "-tp", "4", "--max-model-len", "8192"])
+    one = run_json(capsys, ["--model", "llama-3.1-70b", "--gpu", "h100-sxm",
+                            "--gpu-memory-utilization", "0.9", "-tp", "4", "--max-model-len", "8192"])
     # weights 70.6e9 x 2 / 4 = 35.3e9; activations 8192 x 8192 x 36 / 4 + 1 GiB = 1,677,721,600 B
     assert one["kv_cache_memory_bytes"] == int(72e9) - int(70.6e9 * 2 / 4) - 1_677_721_600
 
@@ -47,5 +48,6 @@ def test_mla_activation_estimate_uses_the_residual_width(capsys):
     # = 83.875e9; activations 8192 x 7,168 (hidden_size, not 128 heads x 576) x 36 / 8 + 1 GiB
     # = 264,241,152 + 1,073,741,824 B
     out = run_json(capsys, ["--model", "deepseek-v3", "-tp", "8", "--block-size", "64", "--gpu", "h200",
-                            "--gpu-memory-utilization", "0.9", "--weight-dtype", "fp8", "--max-model-len", "32768"])
+                            "--gpu-memory-utilization", "0.9", "--weight-dtype", "fp8",
+                            "--max-model-len", "32768"])
     assert out["kv_cache_memory_bytes"] == int(126.9e9) - int(671e9 / 8) - 264_241_152 - 1_073_741_824

@@ -38,7 +38,8 @@ def test_unsupported_model_types_are_refused(model_type):
 
 
 def test_unknown_architecture_names_the_fields_kvlab_needs():
-    with pytest.raises(ValueError, match="unknown architecture.*num_key_value_heads.*max_position_embeddings"):
+    with pytest.raises(ValueError,
+                       match="unknown architecture.*num_key_value_heads.*max_position_embeddings"):
         model_from_hf_config({"model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768})
 
 
@@ -50,7 +51,8 @@ def test_unknown_layer_type_and_pattern_letter_are_refused():
 
 
 def test_missing_state_field_is_named():
-    cfg = {**BASE, "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+    cfg = {**BASE,
+           "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
            "linear_conv_kernel_dim": 4, "linear_num_key_heads": 4, "linear_key_head_dim": 64,
            "linear_num_value_heads": 8}
     with pytest.raises(ValueError, match="missing 'linear_value_head_dim'"):

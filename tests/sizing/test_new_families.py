@@ -113,7 +113,8 @@ def test_nemotron_pattern_and_mamba2_state():
 def test_kv_shared_layers_cost_nothing():
     # 6 layers, the last 2 reuse the last earlier layer of their kind (Gemma 3n / Gemma 4 E-models)
     cfg = {"num_hidden_layers": 6, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256,
-           "sliding_window": 512, "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+           "sliding_window": 512,
+           "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
            "num_kv_shared_layers": 2, "max_position_embeddings": 32768}
     model = model_from_hf_config(cfg)
     shared = {layer.name: layer.kv_shared_with for layer in model.layers if layer.kv_shared_with}
@@ -143,5 +144,6 @@ def test_what_is_not_simulated_is_refused_clearly():
         EngineConfig("deepseek-v3", tensor_parallel_size=8, decode_context_parallel_size=8,
                      block_size=64).build_kv_cache_manager()
     with pytest.raises(ValueError, match="admission_need does not model decode context parallelism"):
-        admission_need(EngineConfig("deepseek-v3", "20GiB", tensor_parallel_size=8, decode_context_parallel_size=8,
-                                    block_size=64, max_model_len=8192), 1000)
+        admission_need(EngineConfig("deepseek-v3", "20GiB", tensor_parallel_size=8,
+                                    decode_context_parallel_size=8, block_size=64, max_model_len=8192),
+                       1000)

@@ -31,7 +31,8 @@ def test_mtp_uses_the_models_own_modules_and_refuses_models_without():
     assert "draft.mtp.0" in specs and specs["draft.mtp.0"] == specs["layers.60"]
     assert capacity(cfg).bytes_per_block == 62 * 64 * 576 * 2
     with pytest.raises(ValueError, match="ships no MTP modules"):
-        EngineConfig("kimi-k2", speculative_config={"method": "mtp", "num_speculative_tokens": 1}).layer_specs()
+        EngineConfig("kimi-k2",
+                     speculative_config={"method": "mtp", "num_speculative_tokens": 1}).layer_specs()
 
 
 def test_draft_model_adds_all_its_layers():
@@ -88,8 +89,8 @@ def test_state_pages_grow_with_speculative_tokens():
 )
 def test_every_family_preset_runs_through_capacity(name, capsys):
     tp = "8" if name in ("deepseek-v3", "kimi-k2") else "1"
-    assert main(["capacity", "--model", name, "-tp", tp, "--kv-cache-memory", "30GiB", "--max-model-len", "32768",
-                 "--json"]) == 0
+    assert main(["capacity", "--model", name, "-tp", tp, "--kv-cache-memory", "30GiB",
+                 "--max-model-len", "32768", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["num_blocks"] > 0 and out["max_concurrency"] > 1
     assert out["request_bytes"]["attention"] > 0
@@ -116,7 +117,8 @@ def test_mtp_on_sliding_layers_retains_the_proposed_tokens_in_the_new_manager():
     # W = 1024, T = 2 x 8,192 (async, vllm-0.33), k = 2: cdiv(1,023 + 2 + 16,384, 16) + 1 = 1,090 blocks
     # per sliding group instead of cdiv(1,023 + 16,384, 16) + 1 = 1,089
     base = EngineConfig("gemma-4-31b", "40GiB", tensor_parallel_size=2, max_model_len=65536)
-    mtp = base.replace(speculative_config={"method": "mtp", "num_speculative_tokens": 2, "num_draft_layers": 1})
+    mtp = base.replace(speculative_config={"method": "mtp", "num_speculative_tokens": 2,
+                                           "num_draft_layers": 1})
     sliding = [r for g, r in zip(capacity(mtp).config.groups, capacity(mtp).blocks_per_request, strict=True)
                if g.kind == "sliding_window"]
     plain = [r for g, r in zip(capacity(base).config.groups, capacity(base).blocks_per_request, strict=True)

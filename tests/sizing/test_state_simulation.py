@@ -33,6 +33,7 @@ def test_state_pages_limit_concurrency_whatever_the_length():
 
 
 def test_mamba_cache_mode_all_is_not_simulated():
-    cfg = EngineConfig("qwen3-next-80b-a3b", tensor_parallel_size=4, mamba_cache_mode="all", max_model_len=4096)
+    cfg = EngineConfig("qwen3-next-80b-a3b", tensor_parallel_size=4, mamba_cache_mode="all",
+                       max_model_len=4096)
     with pytest.raises(ValueError, match="does not model mamba_cache_mode='all'"):
         cfg.build_kv_cache_manager()

@@ -27,7 +27,8 @@ def test_kv_heads_that_split_unevenly_are_refused(kv_heads, tp):
 
 def test_tp3_on_llama_8b_is_refused_with_vllms_reason():
     # 32 query heads do not split over 3 GPUs: vLLM's verify_with_parallel_config refuses first
-    with pytest.raises(ValueError, match=r"attention heads \(32\) must be divisible by the tensor parallel size \(3\)"):
+    with pytest.raises(ValueError,
+                       match=r"attention heads \(32\) must be divisible by the tensor parallel size \(3\)"):
         capacity(EngineConfig("llama-3.1-8b", "16GiB", tensor_parallel_size=3, max_model_len=8192))
 
 

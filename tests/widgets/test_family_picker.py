@@ -30,7 +30,8 @@ def test_rows_split_bytes_by_what_stores_them():
 def test_picker_shows_the_sentence_and_bolds_the_family():
     picker = build_family_picker(family="MLA", debounce_s=0)
     assert picker.last_error is None
-    assert get_family("MLA").trick[:40] in picker.summary.value and "requests of 32,768 tokens fit" in picker.summary.value
+    assert (get_family("MLA").trick[:40] in picker.summary.value
+            and "requests of 32,768 tokens fit" in picker.summary.value)
     fig = picker.figures["bytes"]
     assert [t.name for t in fig.data] == ["attention K/V", "state pages", "draft K/V"]
     assert len(fig.data[0].y) == len(FAMILIES) and "<b>MLA</b>" in fig.data[0].y
