@@ -77,24 +77,30 @@ class BackgroundRun:
                 self.progress.value = min(95.0, 100.0 * elapsed / max(self.expected_s, 1e-3))
                 self.label.value = f"running… {elapsed:.1f} s (last run {self.expected_s:.1f} s)"
 
+        def stop_ticker() -> None:
+            # the ticker may be half-way through a tick: let it finish, or it would overwrite the final value
+            self._done.set()
+            ticking.join()
+
         def worker() -> None:
             try:
                 result = work()
             except Exception as exc:  # noqa: BLE001 — reported in the widget, never raised into the kernel
-                self._done.set()
+                stop_ticker()
                 self.progress.bar_style = "danger"
                 self.label.value = f"failed: {type(exc).__name__}"
                 hand_back(on_error, exc)
                 return
             seconds = time.perf_counter() - start
-            self._done.set()
+            stop_ticker()
             self.last_seconds = self.expected_s = seconds
             self.progress.value = 100.0
             self.progress.bar_style = "success"
             self.label.value = f"done in {seconds:.1f} s"
             hand_back(on_done, result, seconds)
 
-        threading.Thread(target=ticker, daemon=True).start()
+        ticking = threading.Thread(target=ticker, daemon=True)
+        ticking.start()
         self._thread = threading.Thread(target=worker, daemon=True, name="kvlab-triton-run")
         self._thread.start()
         return True
