@@ -9,7 +9,10 @@ def test_a_finished_run_shows_100_percent_even_when_the_ticker_was_mid_tick():
     run = BackgroundRun(expected_s=1e-6, tick_s=1e-5)
     finished = []
     for i in range(300):
-        assert run.start(lambda: sum(range(2000)), lambda result, s: finished.append(result), lambda exc: None)
+        def keep(result, seconds):
+            finished.append(result)
+
+        assert run.start(lambda: sum(range(2000)), keep, lambda exc: None)
         run.join(10)
         assert (run.progress.value, run.progress.bar_style) == (100.0, "success"), f"run {i}"
     assert finished == [sum(range(2000))] * 300
