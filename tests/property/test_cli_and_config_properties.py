@@ -18,7 +18,8 @@ from kvlab.cli.main import main
 from kvlab.models import ModelKV, model_from_hf_config
 
 SETTINGS = settings(
-    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 MODELS = ["llama-3.1-8b", "qwen3-8b", "gemma-4-31b", "gpt-oss-20b", "no-such-model", ""]
@@ -70,7 +71,8 @@ def test_capacity_and_budget_end_in_a_result_or_one_clear_error(capsys, flags, c
     _outcome(argv + ["--json"], capsys)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(flags=_engine_flags(), requests=st.sampled_from(["1", "3", "0", "-2", "x"]),
        prompt=st.sampled_from(["100", "100:900", "900:100", "0", "5000000"]))
 def test_simulate_ends_in_a_result_or_one_clear_error(capsys, flags, requests, prompt):
