@@ -97,7 +97,8 @@ def test_hybrid_groups_interleave_so_each_stage_has_one_layer_per_group():
     # layer of each group, so a block id costs it one page, 4,096 B (not 2 × 4,096 as on one GPU):
     # 4 MiB holds 1,024 blocks instead of 512.
     one = capacity(EngineConfig(_alternating_model(), 4 * 2**20, max_model_len=1024))
-    two = capacity(EngineConfig(_alternating_model(), 4 * 2**20, max_model_len=1024, pipeline_parallel_size=2))
+    two = capacity(EngineConfig(_alternating_model(), 4 * 2**20, max_model_len=1024,
+                                pipeline_parallel_size=2))
     assert [g.layer_names for g in two.config.groups] == [("layers.0", "layers.3"),
                                                           ("layers.1", "layers.4"),
                                                           ("layers.2", "layers.5")]
