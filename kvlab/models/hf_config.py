@@ -139,6 +139,7 @@ def _model_from_dict(config: dict[str, Any], name: str | None, source: str, wher
         mtp_layers=_mtp_layers(cfg, where),
         mamba_chunk_size=int(cfg["mamba_chunk_size"]) if cfg.get("mamba_chunk_size") else None,
         hidden_size=_optional_int(cfg, "hidden_size", where),
+        num_hidden_layers=num_layers,
     )
 
 
