@@ -4,7 +4,8 @@ Handled: a nested ``text_config`` (multimodal wrappers); the layer layout of
 :mod:`kvlab.models.hf_layers` (full, sliding, chunked, gated DeltaNet, Mamba-1/2 layers);
 ``head_dim`` absent or null → ``hidden_size // num_attention_heads``; ``head_dim`` /
 ``num_key_value_heads`` given as per-layer lists; full-attention layers with ``global_head_dim`` and,
-when ``attention_k_eq_v`` is true, ``num_global_key_value_heads`` (Gemma 4: K and V are both cached);
+when ``attention_k_eq_v`` is true, ``num_global_key_value_heads`` (Gemma 4: K and V are both cached,
+as ``vllm/model_executor/models/gemma4.py`` does: the flag ties weights, not storage);
 MLA (``kv_lora_rank`` + ``qk_rope_head_dim``, one latent head, not split by TP) with DeepSeek V3.2's
 indexer keys (``index_head_dim``); ``num_kv_shared_layers`` (the last layers reuse the cache of the
 last earlier layer of the same kind); MTP modules (``num_nextn_predict_layers`` /
