@@ -83,7 +83,7 @@ from kvlab.kernels.launch_config import (
 )
 from kvlab.kernels.numerics import fp8_to_bf16_asm
 from kvlab.kernels.runtime import INTERPRET
-from kvlab.kernels.split_reduce import launch_split_reduce
+from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.quantization.schemes import QuantMode
 from kvlab.reference.attention import check_attention_options, check_paged_inputs
 from kvlab.validation import require_positive_int
@@ -142,22 +142,11 @@ class PagedAttentionCall:
 
     out: torch.Tensor
     tiling: AttentionTiling
-    _args: tuple = field(repr=False)
-    _consts: dict = field(repr=False)
-    _grid: tuple[int, int] = field(repr=False)
-    _reduce: tuple | None = field(repr=False)
+    _launch: SplitKLaunch = field(repr=False)
 
     def run(self) -> torch.Tensor:
         """Launch the attention kernel (and the split-K merge); returns :attr:`out`."""
-        if self._grid[0] == 0:
-            return self.out
-        options = dict(num_warps=self.tiling.num_warps, num_stages=self.tiling.num_stages)
-        if self.tiling.max_registers is not None and not INTERPRET:
-            options["maxnreg"] = self.tiling.max_registers
-        paged_attention_kernel[self._grid](*self._args, **self._consts, **options)
-        if self._reduce is not None:
-            launch_split_reduce(*self._reduce)
-        return self.out
+        return self._launch()
 
 
 def check_attention_call(
@@ -271,14 +260,7 @@ def prepare_paged_attention(
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits
 
-    if splits > 1:
-        f32 = dict(dtype=torch.float32, device=query.device)
-        part_acc = torch.empty((num_tokens, num_q_heads, splits, hv), **f32)
-        part_stat = torch.empty((num_tokens, num_q_heads, splits, 2), **f32)
-        reduce = (out, part_acc, part_stat, out_scale, triton_dtype(query.dtype))
-    else:
-        part_acc = part_stat = out  # never touched without split-K
-        reduce = None
+    part_acc, part_stat = split_workspace(out, splits)
 
     k_scale_t = cache.key_scale if cache.key_scale is not None else cache.key
     v_scale_t = cache.value_scale if cache.value_scale is not None else cache.value
@@ -312,8 +294,12 @@ def prepare_paged_attention(
         Q_POW2_SCALE=dot_dtype == torch.float16 and query.dtype == torch.bfloat16,
         INTERPRET_=INTERPRET,
     )
-    return PagedAttentionCall(out=out, tiling=tiling, _args=args, _consts=consts,
-                              _grid=(q_blocks * nkv, splits), _reduce=reduce)
+    options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
+    if tiling.max_registers is not None and not INTERPRET:
+        options["maxnreg"] = tiling.max_registers
+    launch = SplitKLaunch(paged_attention_kernel, (q_blocks * nkv, splits), args, consts, options,
+                          out, part_acc, part_stat, out_scale)
+    return PagedAttentionCall(out=out, tiling=tiling, _launch=launch)
 
 
 def paged_attention(

@@ -17,6 +17,12 @@ from kvlab.simulator.scheduler import SchedulerConfig
 from kvlab.sizing.capacity import KVCacheConfig, KVCachePlan, plan_kv_cache
 from kvlab.sizing.memory_units import parse_memory
 from kvlab.sizing.mla_spec import MLA_ELEMENT_BYTES
+from kvlab.sizing.pipeline import (
+    check_stages_hold_layers,
+    parse_layer_partition,
+    pipeline_partition,
+    stage_layer_names,
+)
 from kvlab.sizing.profiles import Profile, get_profile
 from kvlab.sizing.state_spec import MAMBA_CACHE_MODES
 from kvlab.sizing.state_unification import HybridBlockChoice
@@ -49,6 +55,10 @@ class EngineConfig:
         mamba_cache_mode: state prefix caching of hybrid models: ``"none"``, ``"align"`` or ``"all"``.
         decode_context_parallel_size: GPUs of the TP group a request's tokens are spread over
             (``--decode-context-parallel-size``; full-attention and MLA models).
+        pipeline_parallel_size: pipeline stages the decoder layers are split over
+            (``--pipeline-parallel-size``); ``kv_cache_memory`` is then the memory of one GPU of each stage.
+        pipeline_layer_partition: layers per stage (``VLLM_PP_LAYER_PARTITION``, e.g. ``"16,32"`` or
+            ``(16, 32)``); ``None`` = vLLM's even split.
     """
 
     model: str | Path | ModelKV
@@ -68,6 +78,8 @@ class EngineConfig:
     speculative_config: SpeculativeConfig | dict | str | None = None
     mamba_cache_mode: str = "none"
     decode_context_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    pipeline_layer_partition: tuple[int, ...] | str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kv_cache_memory", parse_memory(self.kv_cache_memory, "kv_cache_memory"))
@@ -82,6 +94,10 @@ class EngineConfig:
         require_positive_int(self.max_num_batched_tokens, "max_num_batched_tokens")
         require_positive_int(self.max_num_seqs, "max_num_seqs")
         require_positive_int(self.tensor_parallel_size, "tensor_parallel_size")
+        require_positive_int(self.pipeline_parallel_size, "pipeline_parallel_size")
+        if self.pipeline_layer_partition is not None:
+            object.__setattr__(self, "pipeline_layer_partition", parse_layer_partition(
+                self.pipeline_layer_partition))
         if self.max_model_len is not None and self.max_model_len != -1:
             require_positive_int(self.max_model_len, "max_model_len (or -1 to auto-fit)")
         if self.num_gpu_blocks_override is not None:
@@ -154,6 +170,21 @@ class EngineConfig:
             decode_context_parallel_size=self.decode_context_parallel_size,
         )
 
+    def pipeline_stages(self) -> tuple[tuple[str, ...], ...] | None:
+        """Each pipeline stage's layers with a cache or state (``None`` without pipeline parallelism).
+
+        Raises:
+            ValueError: a layer partition vLLM refuses, or a stage left without such layers.
+        """
+        if self.pipeline_parallel_size == 1 and self.pipeline_layer_partition is None:
+            return None
+        partition = pipeline_partition(
+            self.model_kv.decoder_layers, self.pipeline_parallel_size, self.pipeline_layer_partition
+        )
+        stages = stage_layer_names(tuple(self.layer_specs()), partition)
+        check_stages_hold_layers(stages)
+        return stages
+
     def hybrid_block_choice(self) -> HybridBlockChoice | None:
         """For a hybrid state model: the raised block size, the padding and vLLM's lines about them."""
         return self.model_kv.hybrid_block_choice(
@@ -177,6 +208,11 @@ class EngineConfig:
         """The pools the allocator uses: vLLM's shared pool, or one per window for ``trtllm``."""
         plan = self.plan()
         if self.resolved_policy.pool_layout == "per_window":
+            if self.pipeline_parallel_size > 1:
+                raise ValueError(
+                    "the trtllm policy's per-window pools are not modelled with pipeline parallelism "
+                    "(pipeline_parallel_size > 1); use a vLLM policy"
+                )
             return plan_window_pools(self.layer_specs(), self.kv_cache_memory, plan.max_model_len)
         return plan.config
 
@@ -233,6 +269,8 @@ def _plan(config: EngineConfig) -> KVCachePlan:
         config.speculative_config,
         config.mamba_cache_mode,
         config.decode_context_parallel_size,
+        config.pipeline_parallel_size,
+        config.pipeline_layer_partition,
     )
     plan = _PLANS.get(key)
     if plan is None:
@@ -248,6 +286,7 @@ def _plan(config: EngineConfig) -> KVCachePlan:
             profile=config.resolved_profile,
             disable_hybrid=config.disable_hybrid_kv_cache_manager,
             num_gpu_blocks_override=config.num_gpu_blocks_override,
+            stages=config.pipeline_stages(),
         )
         if len(_PLANS) > 64:
             _PLANS.clear()
