@@ -52,6 +52,8 @@ class KVCacheCoordinator:
         self.attention_types = sorted(
             types.items(), key=lambda item: config.groups[item[1][0]].kind != "full"
         )
+        # full attention only: a running request's tables never shed blocks (see ``holds_room_for``)
+        self.all_full_attention = all(g.kind == "full" for g in config.groups)
 
     # -- prefix hits --------------------------------------------------------------------------------
     def find_longest_cache_hit(
@@ -91,6 +93,27 @@ class KVCacheCoordinator:
             m.get_num_blocks_to_allocate(request_id, num_tokens, hits, total_computed_tokens, req)
             for m, hits, req in zip(self.managers, new_computed_blocks, required, strict=True)
         ]
+
+    def holds_room_for(self, request_id: str, num_tokens: int, num_cacheable_tokens: int) -> bool:
+        """True if ``allocate_slots`` for this running request would change nothing.
+
+        That is the case for full-attention groups (which never free skipped blocks) when every
+        table already covers ``num_tokens`` tokens and, with caching, no block becomes full among the
+        first ``num_cacheable_tokens`` tokens. Most decode steps are like this (15 of 16 at block
+        size 16), so the simulator skips the general path for them.
+        """
+        if not self.all_full_attention:
+            return False
+        for m in self.managers:
+            table = m.req_to_blocks.get(request_id)
+            num_cached = m.num_cached_block.get(request_id)
+            if table is None or num_cached is None:
+                return False  # not running yet: the general path adopts hits and allocates
+            if -(-num_tokens // m.block_size) > len(table):
+                return False
+            if self.enable_caching and num_cacheable_tokens // m.block_size > num_cached:
+                return False
+        return True
 
     def pool_needs(self, per_group: Sequence[int]) -> list[int]:
         """Sum ``per_group`` blocks by pool."""
