@@ -17,12 +17,7 @@ from kvlab.simulator.scheduler import SchedulerConfig
 from kvlab.sizing.capacity import KVCacheConfig, KVCachePlan, plan_kv_cache
 from kvlab.sizing.memory_units import parse_memory
 from kvlab.sizing.mla_spec import MLA_ELEMENT_BYTES
-from kvlab.sizing.pipeline import (
-    check_stages_hold_layers,
-    parse_layer_partition,
-    pipeline_partition,
-    stage_layer_names,
-)
+from kvlab.sizing.pipeline import parse_layer_partition, pipeline_stage_layers
 from kvlab.sizing.profiles import Profile, get_profile
 from kvlab.sizing.state_spec import MAMBA_CACHE_MODES
 from kvlab.sizing.state_unification import HybridBlockChoice
@@ -176,14 +171,8 @@ class EngineConfig:
         Raises:
             ValueError: a layer partition vLLM refuses, or a stage left without such layers.
         """
-        if self.pipeline_parallel_size == 1 and self.pipeline_layer_partition is None:
-            return None
-        partition = pipeline_partition(
-            self.model_kv.decoder_layers, self.pipeline_parallel_size, self.pipeline_layer_partition
-        )
-        stages = stage_layer_names(tuple(self.layer_specs()), partition)
-        check_stages_hold_layers(stages)
-        return stages
+        return pipeline_stage_layers(tuple(self.layer_specs()), self.model_kv.decoder_layers,
+                                     self.pipeline_parallel_size, self.pipeline_layer_partition)
 
     def hybrid_block_choice(self) -> HybridBlockChoice | None:
         """For a hybrid state model: the raised block size, the padding and vLLM's lines about them."""
@@ -247,7 +236,18 @@ class EngineConfig:
             max_model_len=self.plan().max_model_len,
             async_scheduling=self.resolved_async_scheduling,
             num_lookahead_tokens=self.num_lookahead_tokens,
+            mamba_align_block_size=self._mamba_align_block_size(),
         )
+
+    def _mamba_align_block_size(self) -> int | None:
+        """The state groups' block size when states are prefix-cached in ``"align"`` mode."""
+        if self.mamba_cache_mode != "align" or not self.enable_prefix_caching:
+            return None
+        block = max((g.block_size for g in self.plan().config.groups if g.kind == "mamba"), default=None)
+        if block is not None and block > self.max_num_batched_tokens:
+            raise ValueError(f"mamba_cache_mode='align' needs max_num_batched_tokens >= the block size "
+                             f"({block} tokens): chunks are cut to whole blocks")
+        return block
 
 
 _PLANS: dict[tuple, KVCachePlan] = {}

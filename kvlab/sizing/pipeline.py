@@ -163,6 +163,25 @@ def check_stages_hold_layers(stages: Sequence[Collection[str]]) -> None:
             )
 
 
+def pipeline_stage_layers(
+    layer_names: Sequence[str],
+    num_layers: int,
+    pipeline_parallel_size: int,
+    layer_partition: Sequence[int] | None = None,
+) -> tuple[tuple[str, ...], ...] | None:
+    """``layer_names`` split over the stages (``None`` for one stage and no partition given).
+
+    Raises:
+        ValueError: a partition vLLM refuses, or a stage left without layers that have a cache.
+    """
+    if pipeline_parallel_size == 1 and layer_partition is None:
+        return None
+    stages = stage_layer_names(layer_names, pipeline_partition(num_layers, pipeline_parallel_size,
+                                                               layer_partition))
+    check_stages_hold_layers(stages)
+    return stages
+
+
 @dataclass(frozen=True)
 class PipelineStage:
     """One pipeline stage's share of the KV cache (one GPU of the stage).
