@@ -14,7 +14,7 @@ from kvlab.allocator.block_pool import BlockPool
 from kvlab.allocator.free_queue import KVCacheBlock
 from kvlab.allocator.hashing import group_block_hashes
 from kvlab.allocator.managers import MANAGER_BY_KIND, SingleTypeManager
-from kvlab.allocator.state_manager import StateManager
+from kvlab.allocator.state_manager import state_manager_class
 from kvlab.sizing.capacity import KVCacheConfig
 
 
@@ -37,7 +37,7 @@ class KVCacheCoordinator:
         self.pools = [BlockPool(p.num_blocks, enable_caching, prepend_unhashed) for p in config.pools]
         self.group_pool = [config.pool_of_group(gid) for gid in range(len(config.groups))]
         self.managers: list[SingleTypeManager] = [
-            {**MANAGER_BY_KIND, "mamba": StateManager}[g.kind](
+            (state_manager_class(g.spec) if g.kind == "mamba" else MANAGER_BY_KIND[g.kind])(
                 g.spec, self.pools[self.group_pool[gid]], gid, enable_caching
             )
             for gid, g in enumerate(config.groups)
@@ -146,6 +146,21 @@ class KVCacheCoordinator:
             m.cache_blocks(
                 request_id, group_block_hashes(block_hashes, m.block_size // self.hash_block_size), num_tokens
             )
+
+    def new_step_starts(self) -> None:
+        """Tell the managers a scheduling step begins (state groups forget this step's cached pages)."""
+        for m in self.managers:
+            if hasattr(m, "new_step_starts"):
+                m.new_step_starts()
+
+    def hit_cached_this_step(self, new_computed_blocks: Sequence[Sequence[KVCacheBlock]]) -> bool:
+        """True when a state group's hit was cached during the step being scheduled: its contents are
+        not written yet, so the request waits one step (as vLLM's ``MambaManager`` makes it)."""
+        return any(
+            m.hit_cached_this_step(hits)
+            for m, hits in zip(self.managers, new_computed_blocks, strict=True)
+            if hasattr(m, "hit_cached_this_step")
+        )
 
     def remove_skipped_blocks(self, request_id: str, num_computed_tokens: int) -> None:
         for m in self.managers:

@@ -230,6 +230,7 @@ class KVCacheManager:
             needs = self.coordinator.pool_needs(per_group)
             free = [p.get_num_free_blocks() for p in self.pools]
             ok = all(n <= f for n, f in zip(needs, free, strict=True))
+            ok = ok and not self.coordinator.hit_cached_this_step(hits)
             self.last_gate = GateCheck(rid, self.policy.name, tuple(per_group), tuple(needs), tuple(free), ok)
             if not ok:
                 return None
@@ -247,6 +248,10 @@ class KVCacheManager:
                 rid, request.block_hashes, min(total + num_new_tokens, request.num_tokens)
             )
         return new_blocks
+
+    def new_step_starts(self) -> None:
+        """Call at the start of every scheduling step."""
+        self.coordinator.new_step_starts()
 
     def free(self, request: KVRequest | str) -> None:
         """Release every block of the request (finished or preempted)."""
