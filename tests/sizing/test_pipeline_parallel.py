@@ -201,3 +201,17 @@ def test_the_stage_that_does_not_fit_is_named():
 def test_stage_memory_needs_one_entry_per_stage(capsys):
     assert main(["capacity", "--model", "llama-3.1-8b", "-pp", "2", "--pp-stage-memory", "4GiB"]) == 2
     assert "1 pipeline stage memories given but pipeline_parallel_size is 2" in capsys.readouterr().err
+
+
+def test_glm_pp8_fits_once_each_stage_checks_its_own_layers():
+    # GLM-4.7 shape (92 layers, 8 KV heads x 128): stages of 11, 11, 11, 12, 12, 12, 12, 11 layers; a block
+    # costs 12 x 65,536 = 786,432 B on the 12-layer stages; L = 202,752 needs 12,672 blocks = 9.28125 GiB,
+    # well inside the 28.57 GiB that vLLM's whole-model check of the time compared 71.16 GiB with
+    model = model_from_hf_config({"num_hidden_layers": 92, "num_attention_heads": 96,
+                                  "num_key_value_heads": 8, "head_dim": 128,
+                                  "max_position_embeddings": 202752}, name="glm-shape")
+    plan = capacity(EngineConfig(model, int(28.57 * GIB), max_model_len=202752, pipeline_parallel_size=8,
+                                 profile="vllm-0.20"))
+    assert [len(s.layer_names) for s in plan.stages] == [11, 11, 11, 12, 12, 12, 12, 11]
+    assert plan.bytes_per_block == 786_432 and plan.blocks_per_max_request == 12_672
+    assert plan.bytes_per_block * plan.blocks_per_max_request == int(9.28125 * GIB)
