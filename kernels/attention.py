@@ -81,7 +81,7 @@ from kvlab.kernels.launch_config import (
     next_pow2,
     query_block_count,
 )
-from kvlab.kernels.numerics import fp8_to_bf16_asm, int8_to_bf16_asm, word_to_bf16x4_asm
+from kvlab.kernels.numerics import fp8_to_bf16_asm
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.quantization.schemes import QuantMode
@@ -268,10 +268,6 @@ def prepare_paged_attention(
     is_fp8 = sch.storage_dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
     fp8_asm = "" if INTERPRET or not is_fp8 or not fp8_fast_decode else fp8_to_bf16_asm(
         fp8["MANT_BITS"], fp8["EXP_BIAS"])
-    v_words_asm = ""
-    if (tiling.v_words and not INTERPRET and sch.element_bytes == 1 and dot_dtype == torch.bfloat16
-            and hv >= 16 and hv == next_pow2(hv) and (not is_fp8 or fp8_asm)):
-        v_words_asm = word_to_bf16x4_asm(fp8_asm if is_fp8 else int8_to_bf16_asm())
     args = (
         out, part_acc, part_stat,
         query, cache.key, cache.value, k_scale_t, v_scale_t,
@@ -296,7 +292,9 @@ def prepare_paged_attention(
         OUT_DTYPE=triton_dtype(query.dtype),
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=splits > 1,
         Q_POW2_SCALE=dot_dtype == torch.float16 and query.dtype == torch.bfloat16,
-        INTERPRET_=INTERPRET, V_WORDS_ASM=v_words_asm,
+        INTERPRET_=INTERPRET,
+        # prefill loads each key's scales of all KV heads as one row (see attention_tile.tile_scales)
+        SCALES_BY_TOKEN=not decode_only and nkv & (nkv - 1) == 0 and nkv <= 16,
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
     if tiling.max_registers is not None and not INTERPRET:

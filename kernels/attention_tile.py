@@ -54,34 +54,6 @@ def dot_operand(x, IS_FP8: tl.constexpr, FP8_MANT_BITS: tl.constexpr, FP8_SPECIA
 
 
 @triton.jit
-def v_tile_from_words(v_rows, n_valid, MASKED: tl.constexpr, WORD_ASM: tl.constexpr, TILE_N: tl.constexpr,
-                      HEAD_SIZE_V: tl.constexpr):
-    """An 8-bit V tile ``[TILE_N, HEAD_SIZE_V]`` as bf16, decoded in registers straight from global memory.
-
-    ``v_rows`` points at the first code of each key's row. Why: the PV dot reduces over keys, while
-    the cache stores each key's channels contiguously, so the tensor cores want V transposed. For
-    16-bit values ``ldmatrix.trans`` transposes on the way out of shared memory; it has no 8-bit
-    form, so Triton (which moves the cast after the layout change, where the data is smallest)
-    reads an 8-bit V tile back from shared memory one byte per load: 128 ``ld.shared.b8`` per thread
-    per 128-key tile. Here the codes are loaded as 32-bit words (4 codes each), decoded by one
-    inline-PTX call per word (:func:`kvlab.kernels.numerics.word_to_bf16x4_asm`), which the compiler
-    cannot move, and only the bf16 tile goes through shared memory, where ``ldmatrix.trans`` applies.
-    Compiled mode only (the interpreter takes the plain path).
-    """
-    w = tl.arange(0, HEAD_SIZE_V // 4)
-    addr = v_rows.to(tl.pointer_type(tl.int32))[:, None] + w[None, :]
-    if MASKED:
-        words = tl.load(addr, mask=n_valid[:, None], other=0)
-    else:
-        words = tl.load(addr)
-    e0, e1, e2, e3 = tl.inline_asm_elementwise(WORD_ASM, "=h,=h,=h,=h,r", [words], dtype=(tl.bfloat16,) * 4,
-                                               is_pure=True, pack=1)
-    # code i of word w is channel 4w + i: join pairs (0, 2), (1, 3), then those, so that the
-    # row-major reshape puts (w, j, k) at 4w + 2j + k = 4w + i
-    return tl.reshape(tl.join(tl.join(e0, e2), tl.join(e1, e3)), [TILE_N, HEAD_SIZE_V])
-
-
-@triton.jit
 def key_tile_range(context_len, q_first, q_len, window, split, num_splits, BLOCK_Q: tl.constexpr,
                    TILE_N: tl.constexpr, USE_WINDOW: tl.constexpr, SPLIT_K: tl.constexpr):
     """The key tiles a program visits: causality bounds them above (its last query), a sliding window
@@ -115,16 +87,35 @@ def tile_block_ids(bt_row, t, kv_start, kv_end, TILE_N: tl.constexpr, BLOCK_SIZE
 
 @triton.jit
 def tile_scales(k_scale_ptr, v_scale_ptr, blk, t, kv_start, kv_end, kv_head, QUANT_MODE: tl.constexpr,
-                NUM_KV_HEADS: tl.constexpr, TILE_N: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+                NUM_KV_HEADS: tl.constexpr, TILE_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+                SCALES_BY_TOKEN: tl.constexpr):
     """Per-token-head K and V scales of tile ``t`` (K: 1 and V: 0 where a position is not read, so
-    it drops out of the softmax sum and of the output); ones for the other schemes (not loaded)."""
+    it drops out of the softmax sum and of the output); ones for the other schemes (not loaded).
+
+    ``SCALES_BY_TOKEN`` (prefill, a power-of-two number of KV heads): each key's scales of *all* KV
+    heads are loaded, one contiguous row of ``NUM_KV_HEADS`` fp32 (8 heads: one 32-byte sector, the
+    least the memory system moves anyway), and this head's column is picked out by a sum over the
+    row with the other heads zeroed (exact: one term). Loaded one scale per key instead, the
+    compiler fetches them in the layout of the tensor-core accumulator they multiply, where each
+    thread gathers 16 of a 64-key tile's scales one by one; the row load is vectorised and
+    coalesced, and one small layout change (64 values through shared memory) replaces the gather.
+    """
     if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
         n = t * TILE_N + tl.arange(0, TILE_N)
         valid = (n >= kv_start) & (n < kv_end)
         # the scale tensors are [num_blocks, BLOCK_SIZE, NUM_KV_HEADS], contiguous
-        off = (blk.to(tl.int64) * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head
-        sk = tl.load(k_scale_ptr + off, mask=valid, other=1.0)
-        sv = tl.load(v_scale_ptr + off, mask=valid, other=0.0)
+        token = blk.to(tl.int64) * BLOCK_SIZE + n % BLOCK_SIZE
+        if SCALES_BY_TOKEN:
+            h = tl.arange(0, NUM_KV_HEADS)
+            off = token[:, None] * NUM_KV_HEADS + h[None, :]
+            mine = (h == kv_head)[None, :]
+            row_k = tl.load(k_scale_ptr + off, mask=valid[:, None], other=1.0)
+            row_v = tl.load(v_scale_ptr + off, mask=valid[:, None], other=0.0)
+            sk = tl.sum(tl.where(mine, row_k, 0.0), axis=1)
+            sv = tl.sum(tl.where(mine, row_v, 0.0), axis=1)
+        else:
+            sk = tl.load(k_scale_ptr + token * NUM_KV_HEADS + kv_head, mask=valid, other=1.0)
+            sv = tl.load(v_scale_ptr + token * NUM_KV_HEADS + kv_head, mask=valid, other=0.0)
     else:
         sk = tl.full([TILE_N], 1.0, tl.float32)
         sv = sk
@@ -142,7 +133,8 @@ def attend_tile(
     IS_FP8: tl.constexpr, FP8_MANT_BITS: tl.constexpr, FP8_SPECIAL_MASK: tl.constexpr,
     FP8_HAS_INF: tl.constexpr, FP8_DECODE_ASM: tl.constexpr, FP8_KEEP_SPECIALS: tl.constexpr,
     DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
-    USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, INTERPRET_: tl.constexpr, V_WORDS_ASM: tl.constexpr,
+    USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, INTERPRET_: tl.constexpr,
+    SCALES_BY_TOKEN: tl.constexpr,
 ):
     """Fold key tile ``t`` (block ids ``blk``, scales ``sk``/``sv``) into ``(m_i, l_i, acc)``.
 
@@ -173,23 +165,15 @@ def attend_tile(
     k = dot_operand(k, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
                     FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
     s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
-    # Scores go to base-2 logits. Without softcap, log2(e) is folded into the scale (one multiply
-    # per score, not two); with one scale for the whole tile (16-bit, per-tensor fp8) not even that:
-    # the raw dot is kept, its row max is scaled instead, and ``s · c − m`` below is one fused
-    # multiply-add per score. The softmax's non-matrix work per score is what bounds prefill next to
-    # the tensor cores, so each operation per score counts.
-    c = qk_scale * LOG2E
+    if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
+        s = s * (qk_scale * sk)[None, :]  # per-token-head: the K scale multiplies the score
+    else:
+        s = s * qk_scale
     if USE_SOFTCAP:
-        if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
-            s = s * (qk_scale * sk)[None, :]  # per-token-head: the K scale multiplies the score
-        else:
-            s = s * qk_scale
         # c·tanh(S/c), with tanh(x) = 1 − 2/(exp(2x) + 1) (no libdevice in the interpreter). The
         # exponent is capped at 40, where tanh is already 1 in fp32, so exp never overflows.
         s = softcap * (1.0 - 2.0 / (tl.exp(tl.minimum(2.0 * s / softcap, 40.0)) + 1.0))
-        s = s * LOG2E
-    elif QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
-        s = s * (c * sk)[None, :]
+    s = s * LOG2E
     if MASKED:
         if DECODE_ONLY:
             # one query per sequence, at the last position: causality and the window are exactly
@@ -203,30 +187,20 @@ def attend_tile(
             s = tl.where(allowed, s, float("-inf"))
 
     # -- online softmax and the PV dot ----------------------------------------------------------------
-    if USE_SOFTCAP or QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    else:
-        m_new = tl.maximum(m_i, tl.max(s, axis=1) * c)  # c > 0: the max of the scaled scores
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
     m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet stays at 0
     alpha = tl.exp2(m_i - m_safe)
-    if USE_SOFTCAP or QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
-        p = tl.exp2(s - m_safe[:, None])
-    else:
-        p = tl.exp2(s * c - m_safe[:, None])  # one fused multiply-add per score
+    p = tl.exp2(s - m_safe[:, None])
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    if V_WORDS_ASM != "":
-        v = v_tile_from_words(v_ptr + blk64 * stride_vb + in_blk * stride_vs + kv_head * stride_vh, n_valid,
-                              MASKED, V_WORDS_ASM, TILE_N, HEAD_SIZE_V_PAD)
+    if MASKED or HEAD_SIZE_V != HEAD_SIZE_V_PAD:
+        v = tl.load(v_addr, mask=n_valid[:, None] & (dv < HEAD_SIZE_V)[None, :], other=0.0)
     else:
-        if MASKED or HEAD_SIZE_V != HEAD_SIZE_V_PAD:
-            v = tl.load(v_addr, mask=n_valid[:, None] & (dv < HEAD_SIZE_V)[None, :], other=0.0)
-        else:
-            v = tl.load(v_addr)
-        v = dot_operand(v, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
-                        FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
+        v = tl.load(v_addr)
     if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
         p = p * sv[None, :]  # the V scale folds into p, after the softmax sum took the unscaled p
     acc = acc * alpha[:, None]
+    v = dot_operand(v, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
+                    FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
     p = round_to_dot_dtype(p, P_DTYPE, INTERPRET_)
     if P_DTYPE != DOT_DTYPE:
         p = p.to(DOT_DTYPE)  # bf16/fp16-valued p into an fp32 (tf32) dot: exact
@@ -234,5 +208,5 @@ def attend_tile(
 
     # the next tile's scales, by now its block ids have arrived (see the module docstring)
     sk_next, sv_next = tile_scales(k_scale_ptr, v_scale_ptr, blk_next, t + 1, kv_start, kv_end, kv_head,
-                                   QUANT_MODE, NUM_KV_HEADS, TILE_N, BLOCK_SIZE)
+                                   QUANT_MODE, NUM_KV_HEADS, TILE_N, BLOCK_SIZE, SCALES_BY_TOKEN)
     return m_new, l_i, acc, blk_next, sk_next, sv_next

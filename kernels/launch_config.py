@@ -71,9 +71,6 @@ PREFILL_BLOCK_M: int = 128
 #: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
 #: spills 8 bytes of stack and four programs fit.
 DECODE_MAX_REGISTERS_8BIT: int = 128
-#: Decode over 8-bit caches decodes its V tile from 32-bit words in registers (``v_words``), instead
-#: of letting the tensor-core operand be read from shared memory one byte per load.
-DECODE_V_WORDS_8BIT: bool = False
 
 
 def next_pow2(n: int) -> int:
@@ -98,9 +95,6 @@ class AttentionTiling:
         num_splits: key-range segments per program (1 = no split-K).
         max_registers: cap on registers per thread (``None`` = the compiler's choice). More
             programs fit on a multiprocessor under a lower cap, which hides more memory latency.
-        v_words: an 8-bit V tile is decoded to bf16 in registers from 32-bit words before it goes to
-            the tensor cores (see :func:`kvlab.kernels.attention_tile.v_tile_from_words`); ignored
-            for 16-bit caches, fp16 dots and in the interpreter.
     """
 
     block_m: int
@@ -110,7 +104,6 @@ class AttentionTiling:
     num_stages: int = 3
     num_splits: int = 1
     max_registers: int | None = None
-    v_words: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "tile_n"):
@@ -219,10 +212,8 @@ def choose_tiling(
     # int8, B=1 at 33 segments, 264 programs, was slower capped, 53.1 µs against 47.6 µs).
     crowded = num_sms is not None and programs * num_splits > NO_SPLIT_PROGRAMS_PER_SM * num_sms
     max_registers = DECODE_MAX_REGISTERS_8BIT if cap and crowded else None
-    v_words = decode and kv_element_bytes == 1 and DECODE_V_WORDS_8BIT
     return AttentionTiling(block_m=block_m, block_q=block_q, tile_n=tile_n, num_warps=warps,
-                           num_stages=stages, num_splits=num_splits, max_registers=max_registers,
-                           v_words=v_words)
+                           num_stages=stages, num_splits=num_splits, max_registers=max_registers)
 
 
 #: Elements (both K and V counted once) a cache-write program aims to quantize: 32 rows of 128 for

@@ -189,38 +189,6 @@ def fp8_to_bf16_asm(mant_bits: int, exp_bias: int) -> str:
     )
 
 
-def int8_to_bf16_asm() -> str:
-    """PTX that turns four packed int8 codes into four bf16 values (two b32 registers), exactly.
-
-    Each code ``b`` goes into the low byte of a 16-bit lane under the byte 0x43: with its sign bit
-    cleared that lane reads as the bf16 ``128 + (b & 0x7F)``; with only the sign bit kept, as ``128``
-    or ``256``. Their difference is ``(b & 0x7F) − 128·sign = b``, exact. Per pair of codes: one byte
-    permute, three logic ops, one packed bf16 subtraction (the same instructions Triton's own cast
-    emits, here callable on four codes packed in one word).
-    """
-    half = (
-        "and.b32 t, {x}, 0x00800080;\n"
-        "or.b32 t, t, 0x43004300;\n"
-        "and.b32 {x}, {x}, 0x437F437F;\n"
-        "sub.rn.bf16x2 {out}, {x}, t;\n"
-    )
-    return (
-        "{\n.reg .b32 a, b, t, c;\n"
-        "mov.b32 c, 0x4343;\n"
-        "prmt.b32 a, $2, c, 0x4140;\n"  # codes 0, 1 -> bits 7:0 and 23:16, 0x43 above each
-        "prmt.b32 b, $2, c, 0x4342;\n"  # codes 2, 3
-        + half.format(x="a", out="$0") + half.format(x="b", out="$1") + "}"
-    )
-
-
-def word_to_bf16x4_asm(pair_asm: str) -> str:
-    """Wrap PTX that decodes four packed 8-bit codes into two b32 registers (``$0``, ``$1`` from
-    ``$2``, as :func:`fp8_to_bf16_asm` and :func:`int8_to_bf16_asm`) so that it takes one 32-bit word
-    and gives four separate bf16 values (``$0``–``$3`` from ``$4``), code ``i`` of the word in ``$i``."""
-    body = pair_asm.replace("$0", "w0").replace("$1", "w1").replace("$2", "$4")
-    return "{\n.reg .b32 w0, w1;\n" + body + "\nmov.b32 {$0, $1}, w0;\nmov.b32 {$2, $3}, w1;\n}"
-
-
 @triton.jit
 def fp8_to_bf16(c, DECODE_ASM: tl.constexpr, SPECIAL_MASK: tl.constexpr, HAS_INF: tl.constexpr,
                 MANT_BITS: tl.constexpr, KEEP_SPECIALS: tl.constexpr):

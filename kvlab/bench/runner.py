@@ -108,7 +108,7 @@ def run_sweep(config: BenchConfig, sweep: Sweep, ctx: RunContext | None = None,
                     row = measure_kvlab_attention(config, ctx, case, scheme, kind=kind, tiling=tiling,
                                                   paged_sets=sets)
                     if tiling is not None:
-                        row.backend = "kvlab-triton-sweep" + ("-vwords" if tiling.v_words else "")
+                        row.backend = "kvlab-triton-sweep"
                     rows.append(row)
                     bar.write(_sweep_line(row))
                     bar.update()

@@ -9,8 +9,6 @@ was written, including the block-table padding, so a kernel that reads past a se
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import torch
 
@@ -236,29 +234,6 @@ def test_automatic_split_k(target, seed):
     assert torch.isfinite(out).all()
     ref = paged_attention_reference(ex.query, ex.cache, ex.batch)
     assert relative_error(out, ref) <= kernel_tolerance(ex.query.dtype, "int8_per_token_head")
-
-
-@pytest.mark.parametrize("scheme", ["int8_per_token_head", "fp8_per_token_head", "fp8", "fp8_e5m2"])
-def test_v_tile_decoded_from_words(target, seed, scheme):
-    """An 8-bit V tile decoded to bf16 from 32-bit words in registers (``tiling.v_words``, compiled mode
-    only; the interpreter keeps its exact path) agrees with both references, in decode-only batches
-    (one masked path) and in prefill chunks (unmasked tiles left of the diagonal, masked ones on it)."""
-    cases = ([1, 1, 1], [3000, 33, 700]), ([1, 70, 1], [2000, 900, 17])
-    if not target.large:
-        cases = ([1, 1], [40, 17]), ([1, 5], [40, 30])
-    for qlens, slens in cases:
-        ex = _example(target, seed, qlens, slens, hq=8, hkv=2, d=64, scheme=scheme)
-        q = ex.query
-        plain = prepare_paged_attention(q, ex.cache, ex.batch)
-        words = replace(plain.tiling, v_words=True)
-        out = poisoned((q.shape[0], q.shape[1], 64), q.dtype, target.device)
-        prepare_paged_attention(q, ex.cache, ex.batch, tiling=words, out=out).run()
-        assert torch.isfinite(out).all(), "outputs unwritten or poisoned"
-        k_tol = kernel_tolerance(q.dtype, scheme)
-        err = relative_error(out, paged_attention_reference(q, ex.cache, ex.batch))
-        assert err <= k_tol, f"v_words vs dequantized reference: {err:.3g} > {k_tol:.3g}"
-        truth = reference_attention(q, ex.keys, ex.values, ex.batch)
-        assert relative_error(out, truth) <= k_tol + scheme_tolerance(scheme)
 
 
 # -- refusals ---------------------------------------------------------------------------------------------
