@@ -63,7 +63,6 @@ a shared two-core machine): lessons use short sequences.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -85,8 +84,8 @@ from kvlab.kernels.numerics import fp8_to_bf16_asm
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.quantization.schemes import QuantMode
-from kvlab.reference.attention import check_attention_options, check_paged_inputs
-from kvlab.validation import require_positive_int
+from kvlab.reference.attention import check_attention_options, check_paged_inputs, check_softmax_scale
+from kvlab.validation import require_positive_int, require_power_of_two
 
 # -- host side --------------------------------------------------------------------------------------
 
@@ -115,16 +114,6 @@ def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache) -> tuple[torch.dty
     if storage == torch.float16:
         return torch.float16, torch.float16, "tf32"
     return torch.float32, query_dtype, "tf32"
-
-
-def _check_scale(scale: float | None, head_size: int) -> float:
-    if scale is None:
-        return head_size**-0.5
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
-    if not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
-    return float(scale)
 
 
 @dataclass(eq=False)
@@ -178,6 +167,8 @@ def check_attention_call(
     num_tokens, num_q_heads, head_size = query.shape
     nkv = cache.num_kv_heads
     check_attention_options(num_q_heads, nkv, sliding_window, softcap)
+    # the kernels tile a block with tl.arange, whose length must be a power of two
+    require_power_of_two(cache.block_size, "block_size", "the Triton kernels tile whole blocks")
     if query.dtype not in _QUERY_DTYPES:
         raise ValueError(
             f"query must be float16, bfloat16 or float32 for the Triton kernel, got {query.dtype}"
@@ -187,7 +178,8 @@ def check_attention_call(
             f"head sizes up to {MAX_HEAD_SIZE} are supported, got head_size={head_size}, "
             f"head_size_v={cache.head_size_v}"
         )
-    sigma = _check_scale(scale, head_size)
+    check_softmax_scale(scale)
+    sigma = head_size**-0.5 if scale is None else float(scale)
     if num_splits is not None:
         require_positive_int(num_splits, "num_splits")
         if num_splits > MAX_SPLITS:

@@ -75,9 +75,6 @@ def prepare_lowbit_attention(
     num_tokens, num_q_heads, head_size = query.shape
     nkv, hv = cache.num_kv_heads, cache.head_size_v
     bs = cache.block_size
-    if bs & (bs - 1):
-        raise ValueError(f"the low-bit attention kernel needs a power-of-two block size (its tiles hold "
-                         f"whole blocks), got block_size={bs}")
     tile = max(bs, 16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
     if tile & (tile - 1) or tile % bs:
         raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
