@@ -285,6 +285,8 @@ def prepare_paged_attention(
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=splits > 1,
         Q_POW2_SCALE=dot_dtype == torch.float16 and query.dtype == torch.bfloat16,
         INTERPRET_=INTERPRET,
+        # prefill loads each key's scales of all KV heads as one row (see attention_tile.tile_scales)
+        SCALES_BY_TOKEN=not decode_only and nkv & (nkv - 1) == 0 and nkv <= 16,
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
     if tiling.max_registers is not None and not INTERPRET:
