@@ -34,6 +34,15 @@ def _programs(batch: AttentionBatch, block_q: int) -> tuple[list[int], list[int]
     return seqs, blocks
 
 
+def _default_tile(kivi: bool, prefill: bool) -> int:
+    """Keys per loop step when the caller names none (the benchmark's sweep times the others)."""
+    if INTERPRET:
+        return 16
+    if prefill:
+        return 64
+    return 32 if kivi else 128
+
+
 @dataclass(eq=False)
 class LowBitAttentionCall:
     """A validated low-bit attention call: :meth:`run` only launches (no checks, no host copies), so
@@ -74,6 +83,8 @@ def prepare_lowbit_attention(
     out: torch.Tensor | None = None,
     num_splits: int | None = None,
     tile_n: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
 ) -> LowBitAttentionCall:
     """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
@@ -85,7 +96,10 @@ def prepare_lowbit_attention(
     if bs & (bs - 1):
         raise ValueError(f"the low-bit attention kernel needs a power-of-two block size (its tiles hold "
                          f"whole blocks), got block_size={bs}")
-    tile = max(bs, 16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
+    if tile_n is None:
+        tile = max(bs, _default_tile(cache.is_kivi, batch.max_query_len > 1))
+    else:
+        tile = require_positive_int(tile_n, "tile_n", 16)
     if tile & (tile - 1) or tile % bs:
         raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
 
@@ -121,17 +135,27 @@ def prepare_lowbit_attention(
         num_splits, sigma, float(softcap or 1.0), int(sliding_window or 1),
         query.stride(0), query.stride(1), out.stride(0), out.stride(1), batch.block_table.stride(0),
     )
+    half = kivi and query.dtype != torch.float32  # KIVI dots in fp16 (see the kernel's docstring)
+    dot = torch.float16 if half else query.dtype
     consts = dict(
-        NUM_KV_HEADS=nkv, GROUP=group, D=head_size, D_PAD=max(16, next_pow2(head_size)), DV=hv,
-        DV_PAD=max(16, next_pow2(hv)), BITS=sch.bits, P=sch.codes_per_byte, G=sch.group_size or 16, KIVI=kivi,
+        NUM_KV_HEADS=nkv, GROUP=group, D=head_size, DP_PAD=max(16, next_pow2(head_size // sch.codes_per_byte)),
+        DV=hv, DVP_PAD=max(16, next_pow2(hv // sch.codes_per_byte)), BITS=sch.bits, P=sch.codes_per_byte,
+        G=sch.group_size or 16, KIVI=kivi, RES_BLOCKS=max(1, sch.residual_blocks),
         BLOCK_SIZE=bs, TILE_N=tile, BLOCK_M=block_m, BLOCK_Q=block_q,
-        DOT_DTYPE=triton_dtype(query.dtype), OUT_DTYPE=triton_dtype(query.dtype),
+        DOT_DTYPE=triton_dtype(dot), OUT_DTYPE=triton_dtype(query.dtype),
         DOT_PRECISION="ieee" if query.dtype == torch.float32 else "tf32",
+        HALF_DEQ=half, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
         INTERPRET_=INTERPRET,
     )
-    warps = 8 if block_m >= 64 else 4
-    return LowBitAttentionCall(out, num_splits, tile, block_m, warps, args, consts,
+    if num_warps is None:
+        num_warps = 8 if block_m >= 64 else 4
+    else:
+        require_positive_int(num_warps, "num_warps")
+    if num_stages is not None:
+        require_positive_int(num_stages, "num_stages")
+        consts["num_stages"] = num_stages
+    return LowBitAttentionCall(out, num_splits, tile, block_m, num_warps, args, consts,
                                (len(seqs) * nkv if num_tokens else 0, num_splits), parts)
 
 
