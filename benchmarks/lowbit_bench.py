@@ -44,14 +44,14 @@ CASES = (("decode", 1, 32768, 1), ("decode", 64, 32768, 1), ("prefill", 1, 8192,
 #: Launch shapes tried per (case kind, batch, packed-code family): dicts of prepare_lowbit_attention
 #: options; the first ({}: the launch rule's own choice) is the default that lowbit_<device>.csv reports.
 VARIANTS = {
-    ("decode", 64, "int4"): ({}, dict(tile_n=64), dict(tile_n=256), dict(tile_n=128, num_warps=8),
-                             dict(tile_n=128, num_stages=2)),
-    ("decode", 64, "kivi"): ({}, dict(tile_n=16), dict(tile_n=64), dict(tile_n=32, num_warps=8),
-                             dict(tile_n=32, num_stages=2)),
-    ("decode", 1, "int4"): ({}, dict(num_splits=66), dict(num_splits=128), dict(tile_n=64, num_splits=128)),
-    ("decode", 1, "kivi"): ({}, dict(num_splits=66), dict(num_splits=128), dict(tile_n=16, num_splits=128)),
-    ("prefill", 1, "int4"): ({}, dict(tile_n=32), dict(num_warps=4)),
-    ("prefill", 1, "kivi"): ({}, dict(tile_n=32), dict(num_warps=4)),
+    ("decode", 64, "int4"): ({}, dict(max_registers=128), dict(tile_n=64), dict(tile_n=64, max_registers=128),
+                             dict(num_splits=2), dict(fast_unpack=False)),
+    ("decode", 64, "kivi"): ({}, dict(max_registers=128), dict(tile_n=64), dict(tile_n=16),
+                             dict(num_stages=3), dict(fast_unpack=False)),
+    ("decode", 1, "int4"): ({}, dict(tile_n=64, num_splits=66), dict(tile_n=64, num_splits=66, max_registers=128)),
+    ("decode", 1, "kivi"): ({}, dict(num_splits=66), dict(num_splits=128), dict(tile_n=64, num_splits=66)),
+    ("prefill", 1, "int4"): ({}, dict(tile_n=32), dict(num_stages=2), dict(fast_unpack=False)),
+    ("prefill", 1, "kivi"): ({}, dict(tile_n=32), dict(num_stages=2), dict(fast_unpack=False)),
 }
 
 
@@ -135,10 +135,12 @@ def run(out_dir: str, repeats: int) -> None:
                                pct_copy_bw=round(100 * gbps / copy_bw, 1), rel_err_truth=float(f"{err:.3e}"),
                                device=device, copy_bw_gbps=round(copy_bw, 1), num_splits=splits, tile_n=tile,
                                num_warps=warps, num_stages=stages,
-                               backend="kvlab-triton" if i == 0 else "kvlab-triton-sweep",
+                               max_registers=variants[i].get("max_registers"),
+                               backend=("kvlab-triton" if i == 0 else "kvlab-triton-sweep")
+                               + ("-byte-unpack" if variants[i].get("fast_unpack") is False else ""),
                                triton=triton.__version__, torch=torch.__version__)
                 (rows if i == 0 else sweep).append(row)
-                print(format_table([row]).splitlines()[-1], flush=True)
+                print(format_table([row]).splitlines()[-1], variants[i] or "default", flush=True)
             del all_calls, keep
             torch.cuda.synchronize()
             torch.cuda.empty_cache()

@@ -27,28 +27,29 @@ from kvlab.kernels.lowbit_attention import lowbit_attention_kernel  # noqa: E402
 call_mod.multiprocessor_count = lambda index: 132  # an H100 SXM
 compile_offline._TRITON_TYPES[torch.uint8] = "u8"
 
-#: (label, new tokens, context, tile_n, num_warps, num_stages)
-CASES = (("decode", 1, 32768, None, None, None), ("prefill", 64, 300, None, None, None))
+#: (label, new tokens) of the cases compiled by default
+CASES = (("decode", 1), ("prefill", 64))
 PTX_COUNTS = ("cvt.", "ld.shared", "st.shared", "ldmatrix", "cp.async", "ld.global", "mma.sync", "wgmma.mma_async",
               "fma.rn.f16", "mul.f16", "prmt", "bar.sync")
 
 
 def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: int | None,
-           ptx_dir: str | None) -> str:
+           ptx_dir: str | None, maxnreg: int | None = None) -> str:
     ex = build_paged_example([new], [300], num_q_heads=32, num_kv_heads=8, head_size=128, scheme=scheme,
                              query_dtype=torch.bfloat16)
     call = call_mod.prepare_lowbit_attention(ex.query, ex.cache, ex.batch, tile_n=tile, num_warps=warps,
-                                             num_stages=stages)
-    consts = {k: v for k, v in call._consts.items() if k != "num_stages"}
+                                             num_stages=stages, max_registers=maxnreg)
+    consts = {k: v for k, v in call._consts.items() if k not in ("num_stages", "maxnreg")}
     kernel = compile_sm90(lowbit_attention_kernel, call._args, consts, call.num_warps,
-                          call._consts.get("num_stages", 3), None)
+                          call._consts.get("num_stages", 3), maxnreg)
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]
     if ptx_dir:
         with open(os.path.join(ptx_dir, f"lowbit_{scheme}_{new}_{call.tile_n}.ptx"), "w") as f:
             f.write(ptx)
     counts = " ".join(f"{c.rstrip('.')}={ptx.count(c)}" for c in PTX_COUNTS)
-    return (f"{scheme:20s} new={new:<3} tile={call.tile_n:<4} rows={call.block_m:<3} warps={call.num_warps} | "
+    return (f"{scheme:20s} new={new:<3} tile={call.tile_n:<4} rows={call.block_m:<3} warps={call.num_warps} "
+            f"stages={call._consts.get('num_stages', 3)} cap={maxnreg} | "
             f"regs={regs} stack={stack} shared={kernel.metadata.shared} {counts}")
 
 
@@ -56,9 +57,13 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ptx", help="folder to write the PTX of each case to")
     ap.add_argument("--tile", type=int, action="append", help="key tiles to compile (default: the launch's)")
+    ap.add_argument("--warps", type=int)
+    ap.add_argument("--stages", type=int)
+    ap.add_argument("--maxnreg", type=int)
+    ap.add_argument("--new", type=int, action="append", help="new tokens per program's sequence (1 = decode)")
     ap.add_argument("schemes", nargs="*", default=["int4_per_token_head", "kivi4", "kivi2"])
     a = ap.parse_args()
     for scheme in a.schemes:
-        for _, new, _, tile, warps, stages in CASES:
-            for t in a.tile or [tile]:
-                print(report(scheme, new, t, warps, stages, a.ptx), flush=True)
+        for new in a.new or [c[1] for c in CASES]:
+            for t in a.tile or [None]:
+                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg), flush=True)

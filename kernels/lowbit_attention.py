@@ -66,6 +66,7 @@ def lowbit_attention_kernel(
     DOT_DTYPE: tl.constexpr, OUT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
     HALF_DEQ: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, INTERPRET_: tl.constexpr,
+    ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
 ):
     DP: tl.constexpr = D // P
     DVP: tl.constexpr = DV // P
@@ -126,14 +127,15 @@ def lowbit_attention_kernel(
             t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
             kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap, window,
             False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G, KIVI, BLOCK_SIZE, TILE_N,
-            HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_)
+            HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_, ASM0, ASM1, ASM2, ASM3)
     if KIVI:
         for t in range(tl.maximum(tile_lo, t_mid), tile_hi):
             m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
                 t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head,
                 bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale,
                 softcap, window, True, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G, KIVI,
-                BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_)
+                BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
+                ASM0, ASM1, ASM2, ASM3)
 
     if not SPLIT_K:
         base = token * stride_ot + q_head * stride_oh

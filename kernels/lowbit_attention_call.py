@@ -34,6 +34,44 @@ def _programs(batch: AttentionBatch, block_q: int) -> tuple[list[int], list[int]
     return seqs, blocks
 
 
+#: 16-bit patterns of the numbers 128 (bf16) and 1024 (fp16): OR-ing a code c < 128 into their low
+#: bits gives the number 128 + c (1024 + c) exactly, with no conversion instruction.
+_MAGIC = {torch.bfloat16: (0x4300, 128, "bf16x2"), torch.float16: (0x6400, 1024, "f16x2")}
+
+
+def unpack_asm(bits: int, part: int, dtype: torch.dtype, offset: int) -> str:
+    """PTX turning four code bytes (one b32) into ``code_k − offset`` of each as four ``dtype`` numbers
+    (two b32), where ``code_k`` is the ``bits``-bit code at position ``part`` of its byte.
+
+    Per pair of codes: one byte permute that puts the two bytes in the low byte of each 16-bit half,
+    one shift that brings code ``part`` down, one ``lop3`` (``(x & mask) | magic``: the 16-bit number
+    ``M + code``), one packed subtraction of ``M + offset`` (exact: small integers). Example, 4 bits,
+    part 1, bf16, offset 8: byte ``0xA3`` → code 10 → ``0x4300 | 10`` = 138 → 138 − 136 = 2.
+    """
+    magic, base, kind = _MAGIC[dtype]
+    mask = ((1 << bits) - 1) * 0x10001
+    sub_bits = (magic + offset) if dtype == torch.bfloat16 else _fp16_bits(base + offset)
+    lines = ["{", ".reg .b32 a, b, m;", f"mov.b32 m, {sub_bits * 0x10001:#x};",
+             "prmt.b32 a, $2, 0, 0x4140;", "prmt.b32 b, $2, 0, 0x4342;"]
+    for r, out in (("a", "$0"), ("b", "$1")):
+        if part:
+            lines.append(f"shr.b32 {r}, {r}, {part * bits};")
+        lines.append(f"lop3.b32 {r}, {r}, {mask:#x}, {magic * 0x10001:#x}, 0xea;")
+        lines.append(f"sub.rn.{kind} {out}, {r}, m;")
+    return "\n".join(lines + ["}"])
+
+
+def _fp16_bits(value: int) -> int:
+    """Bit pattern of an integer that fp16 holds exactly."""
+    return int(torch.tensor(float(value), dtype=torch.float16).view(torch.int16)) & 0xFFFF
+
+
+def _words(per_channel: torch.Tensor, scheme) -> torch.Tensor:
+    """KIVI key scales/zero points ``[N, H, D]`` fp16 seen as ``[N, H, D / P]`` integers of ``P`` halves
+    (no copy): word ``j`` holds the numbers of the ``P`` channels packed in code byte ``j``."""
+    return per_channel.view(torch.int32 if scheme.codes_per_byte == 2 else torch.int64)
+
+
 def _default_tile(kivi: bool, prefill: bool) -> int:
     """Keys per loop step when the caller names none (the benchmark's sweep times the others)."""
     if INTERPRET:
@@ -85,6 +123,8 @@ def prepare_lowbit_attention(
     tile_n: int | None = None,
     num_warps: int | None = None,
     num_stages: int | None = None,
+    max_registers: int | None = None,
+    fast_unpack: bool = True,
 ) -> LowBitAttentionCall:
     """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
@@ -125,8 +165,8 @@ def prepare_lowbit_attention(
     sch, kivi, dummy, dev = cache.scheme, cache.is_kivi, cache.key_scale, query.device
     args = (
         out, part_acc, part_stat,
-        query, cache.key_codes, cache.value_codes, cache.key_scale, cache.value_scale,
-        cache.key_zero if kivi else dummy, cache.value_zero if kivi else dummy,
+        query, cache.key_codes, cache.value_codes, _words(cache.key_scale, sch) if kivi else cache.key_scale,
+        cache.value_scale, _words(cache.key_zero, sch) if kivi else dummy, cache.value_zero if kivi else dummy,
         cache.residual_key if kivi else dummy, cache.residual_value if kivi else dummy,
         cache.residual_page if kivi else dummy,
         batch.block_table, batch.query_start_loc, batch.seq_lens,
@@ -137,6 +177,10 @@ def prepare_lowbit_attention(
     )
     half = kivi and query.dtype != torch.float32  # KIVI dots in fp16 (see the kernel's docstring)
     dot = torch.float16 if half else query.dtype
+    asm = [""] * 4
+    if fast_unpack and not INTERPRET and dot in _MAGIC:
+        asm[:sch.codes_per_byte] = [unpack_asm(sch.bits, k, dot, 0 if kivi else 8)
+                                    for k in range(sch.codes_per_byte)]
     consts = dict(
         NUM_KV_HEADS=nkv, GROUP=group, D=head_size, DP_PAD=max(16, next_pow2(head_size // sch.codes_per_byte)),
         DV=hv, DVP_PAD=max(16, next_pow2(hv // sch.codes_per_byte)), BITS=sch.bits, P=sch.codes_per_byte,
@@ -146,15 +190,19 @@ def prepare_lowbit_attention(
         DOT_PRECISION="ieee" if query.dtype == torch.float32 else "tf32",
         HALF_DEQ=half, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
-        INTERPRET_=INTERPRET,
+        INTERPRET_=INTERPRET, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
     if num_warps is None:
-        num_warps = 8 if block_m >= 64 else 4
+        num_warps = 4  # prefill at 8 warps measured 1.7x slower on an H100 (benchmarks/lowbit_notes.md)
     else:
         require_positive_int(num_warps, "num_warps")
+    if num_stages is None and not prefill:
+        num_stages = 2  # decode: one K/V buffer ahead; 3 stages measured slower for KIVI
     if num_stages is not None:
         require_positive_int(num_stages, "num_stages")
         consts["num_stages"] = num_stages
+    if max_registers is not None and not INTERPRET:
+        consts["maxnreg"] = require_positive_int(max_registers, "max_registers", 24)
     return LowBitAttentionCall(out, num_splits, tile, block_m, num_warps, args, consts,
                                (len(seqs) * nkv if num_tokens else 0, num_splits), parts)
 

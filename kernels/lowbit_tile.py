@@ -45,6 +45,37 @@ def code_part(b, K: tl.constexpr, BITS: tl.constexpr):
 
 
 @triton.jit
+def _run_unpack(b, ASM: tl.constexpr, FP16: tl.constexpr):
+    if FP16:
+        return tl.inline_asm_elementwise(ASM, "=r,=r,r", [b], dtype=tl.float16, is_pure=True, pack=4)
+    else:
+        return tl.inline_asm_elementwise(ASM, "=r,=r,r", [b], dtype=tl.bfloat16, is_pure=True, pack=4)
+
+
+@triton.jit
+def code_values(b, K: tl.constexpr, BITS: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr,
+                ASM2: tl.constexpr, ASM3: tl.constexpr, OFFSET: tl.constexpr, DTYPE: tl.constexpr):
+    """``code − OFFSET`` of part ``K`` of bytes ``b`` as ``DTYPE`` (bf16/fp16), compiled mode only.
+
+    With the host's PTX (``ASM0 .. ASM3``, :func:`kvlab.kernels.lowbit_attention_call.unpack_asm`)
+    four codes at a time become four 16-bit numbers by byte permutes, a shift, one logic op and a
+    packed subtraction (about two instructions per code); without it, by a magic-number bitcast.
+    """
+    if ASM0 != "":
+        if K == 0:
+            x = _run_unpack(b, ASM0, DTYPE.is_fp16())
+        elif K == 1:
+            x = _run_unpack(b, ASM1, DTYPE.is_fp16())
+        elif K == 2:
+            x = _run_unpack(b, ASM2, DTYPE.is_fp16())
+        else:
+            x = _run_unpack(b, ASM3, DTYPE.is_fp16())
+    else:
+        x = (code_part(b, K, BITS).to(tl.int8) - OFFSET).to(DTYPE)
+    return x
+
+
+@triton.jit
 def as_dot_operand(x, DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
     """An exact int8/fp16/bf16 tensor → dot operand: the dot dtype compiled, fp32 in the interpreter
     (whose bf16 dot multiplies bit patterns; see :mod:`kvlab.kernels.numerics`)."""
@@ -55,9 +86,15 @@ def as_dot_operand(x, DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
 
 
 @triton.jit
-def kivi_dequant(c, s, z, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
-    """``c · s + z`` (codes uint8, fp16 scale and zero point broadcastable to ``c``) as dot operand."""
-    if HALF_DEQ:
+def kivi_dequant(b, K: tl.constexpr, BITS: tl.constexpr, s, z, ASM0: tl.constexpr, ASM1: tl.constexpr,
+                 ASM2: tl.constexpr, ASM3: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
+                 INTERPRET_: tl.constexpr):
+    """``c · s + z`` for the codes of part ``K`` of bytes ``b`` (fp16 scale and zero point broadcastable
+    to ``b``) as dot operand."""
+    c = code_part(b, K, BITS)
+    if HALF_DEQ and ASM0 != "":
+        x = code_values(b, K, BITS, ASM0, ASM1, ASM2, ASM3, 0, tl.float16) * s + z
+    elif HALF_DEQ:
         # code → fp16 without a conversion instruction: 0x6400 | c is the fp16 number 1024 + c
         # (c < 1024), and subtracting 1024 is exact
         x = ((c.to(tl.int16) | 0x6400).to(tl.float16, bitcast=True) - 1024.0) * s + z
@@ -67,76 +104,109 @@ def kivi_dequant(c, s, z, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr, INTER
 
 
 @triton.jit
-def key_part(kc_ptr, ks_ptr, kz_ptr, rk_ptr, slot_row, blk_b, b_valid, res_row, packed, from_res, kv_head,
-             K: tl.constexpr, NUM_KV_HEADS: tl.constexpr, D: tl.constexpr, DP: tl.constexpr,
-             DP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr,
-             MIXED: tl.constexpr, BPT: tl.constexpr, BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr,
-             HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
-    """Part ``K`` of the key tile, ``[TILE_N, D / P]`` (padded), ready for ``tl.dot``.
-
-    ``slot_row``/``packed``/``from_res``/``res_row`` are per key (``[TILE_N]``); ``blk_b``/``b_valid``
-    per whole block of the tile (``[BPT]``, KIVI only).
-    """
+def key_bytes(kc_ptr, slot_row, packed, DP: tl.constexpr, DP_PAD: tl.constexpr, KIVI: tl.constexpr,
+              BPT: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    """The tile's key code bytes, loaded once: ``[TILE_N, D / P]``, or ``[BPT, B, D / P]`` for KIVI
+    tiles of several blocks (so that per-block scales broadcast without a reshape)."""
     j = tl.arange(0, DP_PAD)
     jm = j < DP
     if KIVI and BPT > 1:
         slot3 = tl.reshape(slot_row, [BPT, BLOCK_SIZE])
         packed3 = tl.reshape(packed, [BPT, BLOCK_SIZE])
-        b = tl.load(kc_ptr + slot3[:, :, None] * DP + j[None, None, :],
-                    mask=packed3[:, :, None] & jm[None, None, :], other=0)
+        return tl.load(kc_ptr + slot3[:, :, None] * DP + j[None, None, :],
+                       mask=packed3[:, :, None] & jm[None, None, :], other=0)
     else:
-        b = tl.load(kc_ptr + slot_row[:, None] * DP + j[None, :], mask=packed[:, None] & jm[None, :], other=0)
-    c = code_part(b, K, BITS)
+        return tl.load(kc_ptr + slot_row[:, None] * DP + j[None, :], mask=packed[:, None] & jm[None, :], other=0)
+
+
+@triton.jit
+def key_scale_words(ks_ptr, kz_ptr, blk_b, b_valid, kv_head, NUM_KV_HEADS: tl.constexpr, DP: tl.constexpr,
+                    DP_PAD: tl.constexpr):
+    """KIVI key scales and zero points of the tile's blocks as *words* ``[BPT, D / P]``: the cache's
+    fp16 rows read as ``P·16``-bit integers (the host passes int32/int64 views), so word ``j`` holds the
+    ``P`` scales of byte ``j``'s ``P`` codes. One wide load replaces ``P`` scattered 2-byte loads."""
+    j = tl.arange(0, DP_PAD)
+    off = (blk_b * NUM_KV_HEADS + kv_head)[:, None] * DP + j[None, :]
+    m = b_valid[:, None] & (j < DP)[None, :]
+    return tl.load(ks_ptr + off, mask=m, other=0), tl.load(kz_ptr + off, mask=m, other=0)
+
+
+@triton.jit
+def half_of_word(w, K: tl.constexpr):
+    """fp16 number ``K`` (from the low end) of integer words ``w``."""
+    return ((w >> (16 * K)) & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True)
+
+
+@triton.jit
+def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr,
+             ASM2: tl.constexpr, ASM3: tl.constexpr, D: tl.constexpr, DP: tl.constexpr,
+             DP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr, MIXED: tl.constexpr,
+             BPT: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
+             INTERPRET_: tl.constexpr):
+    """Part ``K`` of the key tile (bytes ``b`` from :func:`key_bytes`, KIVI scale words ``ws``/``wz`` from
+    :func:`key_scale_words`), ``[TILE_N, D / P]`` padded, as dot operand."""
     if KIVI:
-        # one fp16 scale and zero point per (block, channel): [BPT, D / P], broadcast over the block
-        ch = (blk_b * NUM_KV_HEADS + kv_head)[:, None] * D + j[None, :] * P + K
-        sm = b_valid[:, None] & jm[None, :]
-        s = tl.load(ks_ptr + ch, mask=sm, other=0.0)
-        z = tl.load(kz_ptr + ch, mask=sm, other=0.0)
+        s = half_of_word(ws, K)
+        z = half_of_word(wz, K)
         if BPT > 1:
-            x = tl.reshape(kivi_dequant(c, s[:, None, :], z[:, None, :], HALF_DEQ, DOT_DTYPE, INTERPRET_),
-                           [TILE_N, DP_PAD])
+            x = tl.reshape(kivi_dequant(b, K, BITS, s[:, None, :], z[:, None, :], ASM0, ASM1, ASM2, ASM3,
+                                        HALF_DEQ, DOT_DTYPE, INTERPRET_), [TILE_N, DP_PAD])
         else:
-            x = kivi_dequant(c, s, z, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+            x = kivi_dequant(b, K, BITS, s, z, ASM0, ASM1, ASM2, ASM3, HALF_DEQ, DOT_DTYPE, INTERPRET_)
         if MIXED:
+            j = tl.arange(0, DP_PAD)
             r = tl.load(rk_ptr + res_row[:, None] * D + j[None, :] * P + K,
-                        mask=from_res[:, None] & jm[None, :], other=0.0)
+                        mask=from_res[:, None] & (j < DP)[None, :], other=0.0)
             x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
+    elif ASM0 != "":
+        x = code_values(b, K, BITS, ASM0, ASM1, ASM2, ASM3, 8, DOT_DTYPE)
     else:
-        x = as_dot_operand(c.to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
+        x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
     return x
 
 
 @triton.jit
-def value_part(vc_ptr, vs_ptr, vz_ptr, rv_ptr, slot_row, res_row, packed, from_res, K: tl.constexpr,
-               DV: tl.constexpr, DVP: tl.constexpr, DVP_PAD: tl.constexpr, G: tl.constexpr,
-               BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr, MIXED: tl.constexpr,
-               TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
-               INTERPRET_: tl.constexpr):
-    """Part ``K`` of the value tile, ``[TILE_N, Dv / P]`` (padded), ready for ``tl.dot``."""
+def value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV: tl.constexpr, DVP: tl.constexpr,
+                DVP_PAD: tl.constexpr, G: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr):
+    """The tile's value code bytes, loaded once, and for KIVI the scales and zero points of their
+    groups: ``[TILE_N, Dv/G, G/P]`` bytes and ``[TILE_N, Dv/G, 1]`` fp16 (one group's bytes hold the same
+    channels' codes at every position ``K``, so all parts share them). int4: ``[TILE_N, Dv / P]``."""
     if KIVI:
         NG: tl.constexpr = DVP_PAD * P // G  # value groups (padded)
         GB: tl.constexpr = G // P  # bytes of one group
         g = tl.arange(0, NG)
-        i = tl.arange(0, GB)
-        gm = (g < DV // G)[None, :]
-        byte = g[:, None] * GB + i[None, :]
-        b = tl.load(vc_ptr + slot_row[:, None, None] * DVP + byte[None, :, :],
-                    mask=packed[:, None, None] & gm[:, :, None], other=0)
+        gm = packed[:, None] & (g < DV // G)[None, :]
+        byte = g[:, None] * GB + tl.arange(0, GB)[None, :]
+        b = tl.load(vc_ptr + slot_row[:, None, None] * DVP + byte[None, :, :], mask=gm[:, :, None], other=0)
         grp = slot_row[:, None] * (DV // G) + g[None, :]
-        s = tl.load(vs_ptr + grp, mask=packed[:, None] & gm, other=0.0)[:, :, None]
-        z = tl.load(vz_ptr + grp, mask=packed[:, None] & gm, other=0.0)[:, :, None]
-        x = tl.reshape(kivi_dequant(code_part(b, K, BITS), s, z, HALF_DEQ, DOT_DTYPE, INTERPRET_),
+        s = tl.load(vs_ptr + grp, mask=gm, other=0.0)[:, :, None]
+        z = tl.load(vz_ptr + grp, mask=gm, other=0.0)[:, :, None]
+        return b, s, z
+    else:
+        jv = tl.arange(0, DVP_PAD)
+        b = tl.load(vc_ptr + slot_row[:, None] * DVP + jv[None, :], mask=packed[:, None] & (jv < DVP)[None, :],
+                    other=0)
+        return b, b, b
+
+
+@triton.jit
+def value_part(b, s, z, rv_ptr, res_row, from_res, K: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr,
+               ASM2: tl.constexpr, ASM3: tl.constexpr, DV: tl.constexpr, DVP: tl.constexpr,
+               DVP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr,
+               MIXED: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
+               INTERPRET_: tl.constexpr):
+    """Part ``K`` of the value tile (from :func:`value_bytes`), ``[TILE_N, Dv / P]`` padded, as dot operand."""
+    if KIVI:
+        x = tl.reshape(kivi_dequant(b, K, BITS, s, z, ASM0, ASM1, ASM2, ASM3, HALF_DEQ, DOT_DTYPE, INTERPRET_),
                        [TILE_N, DVP_PAD])
         if MIXED:
             jv = tl.arange(0, DVP_PAD)
             r = tl.load(rv_ptr + res_row[:, None] * DV + jv[None, :] * P + K,
                         mask=from_res[:, None] & (jv < DVP)[None, :], other=0.0)
             x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
+    elif ASM0 != "":
+        x = code_values(b, K, BITS, ASM0, ASM1, ASM2, ASM3, 8, DOT_DTYPE)
     else:
-        jv = tl.arange(0, DVP_PAD)
-        b = tl.load(vc_ptr + slot_row[:, None] * DVP + jv[None, :],
-                    mask=packed[:, None] & (jv < DVP)[None, :], other=0)
         x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
     return x
 
@@ -150,6 +220,7 @@ def attend_lowbit_tile(
     G: tl.constexpr, KIVI: tl.constexpr, BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr,
     HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, INTERPRET_: tl.constexpr,
+    ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
 ):
     """Fold key tile ``t`` into the online softmax ``(m_i, l_i)`` and the ``P`` accumulator parts
     ``a0 .. a3`` (``a2``, ``a3`` pass through unused when ``P == 2``)."""
@@ -176,24 +247,24 @@ def attend_lowbit_tile(
         packed = n_valid
         res_row = slot_row
 
-    s = tl.dot(q0, tl.trans(key_part(kc_ptr, ks_ptr, kz_ptr, rk_ptr, slot_row, blk_b, b_valid, res_row, packed,
-                                     from_res, kv_head, 0, NUM_KV_HEADS, D, DP, DP_PAD, BITS, P, KIVI, MIXED,
-                                     BPT, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
+    kb = key_bytes(kc_ptr, slot_row, packed, DP, DP_PAD, KIVI, BPT, BLOCK_SIZE)
+    if KIVI:
+        ws, wz = key_scale_words(ks_ptr, kz_ptr, blk_b, b_valid, kv_head, NUM_KV_HEADS, DP, DP_PAD)
+    else:
+        ws = kb
+        wz = kb
+    s = tl.dot(q0, tl.trans(key_part(kb, ws, wz, rk_ptr, res_row, from_res, 0, ASM0, ASM1, ASM2, ASM3, D, DP, DP_PAD, BITS, P, KIVI,
+                                     MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
                input_precision=DOT_PRECISION)
-    s = tl.dot(q1, tl.trans(key_part(kc_ptr, ks_ptr, kz_ptr, rk_ptr, slot_row, blk_b, b_valid, res_row, packed,
-                                     from_res, kv_head, 1, NUM_KV_HEADS, D, DP, DP_PAD, BITS, P, KIVI, MIXED,
-                                     BPT, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
+    s = tl.dot(q1, tl.trans(key_part(kb, ws, wz, rk_ptr, res_row, from_res, 1, ASM0, ASM1, ASM2, ASM3, D, DP, DP_PAD, BITS, P, KIVI,
+                                     MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
                s, input_precision=DOT_PRECISION)
     if P == 4:
-        s = tl.dot(q2, tl.trans(key_part(kc_ptr, ks_ptr, kz_ptr, rk_ptr, slot_row, blk_b, b_valid, res_row,
-                                         packed, from_res, kv_head, 2, NUM_KV_HEADS, D, DP, DP_PAD, BITS, P,
-                                         KIVI, MIXED, BPT, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE,
-                                         INTERPRET_)),
+        s = tl.dot(q2, tl.trans(key_part(kb, ws, wz, rk_ptr, res_row, from_res, 2, ASM0, ASM1, ASM2, ASM3, D, DP, DP_PAD, BITS, P, KIVI,
+                                         MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
                    s, input_precision=DOT_PRECISION)
-        s = tl.dot(q3, tl.trans(key_part(kc_ptr, ks_ptr, kz_ptr, rk_ptr, slot_row, blk_b, b_valid, res_row,
-                                         packed, from_res, kv_head, 3, NUM_KV_HEADS, D, DP, DP_PAD, BITS, P,
-                                         KIVI, MIXED, BPT, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE,
-                                         INTERPRET_)),
+        s = tl.dot(q3, tl.trans(key_part(kb, ws, wz, rk_ptr, res_row, from_res, 3, ASM0, ASM1, ASM2, ASM3, D, DP, DP_PAD, BITS, P, KIVI,
+                                         MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
                    s, input_precision=DOT_PRECISION)
     if KIVI:
         s = s * qk_scale
@@ -214,19 +285,18 @@ def attend_lowbit_tile(
     if not KIVI:  # the V scale folds into p, after the softmax sum took the unscaled p
         p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
     p = round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_)
-    a0 = tl.dot(p, value_part(vc_ptr, vs_ptr, vz_ptr, rv_ptr, slot_row, res_row, packed, from_res, 0, DV, DVP,
-                              DVP_PAD, G, BITS, P, KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_),
-                a0 * alpha[:, None], input_precision=DOT_PRECISION)
-    a1 = tl.dot(p, value_part(vc_ptr, vs_ptr, vz_ptr, rv_ptr, slot_row, res_row, packed, from_res, 1, DV, DVP,
-                              DVP_PAD, G, BITS, P, KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_),
-                a1 * alpha[:, None], input_precision=DOT_PRECISION)
+    vb, vs, vz = value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV, DVP, DVP_PAD, G, P, KIVI)
+    a0 = tl.dot(p, value_part(vb, vs, vz, rv_ptr, res_row, from_res, 0, ASM0, ASM1, ASM2, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
+                              TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_), a0 * alpha[:, None],
+                input_precision=DOT_PRECISION)
+    a1 = tl.dot(p, value_part(vb, vs, vz, rv_ptr, res_row, from_res, 1, ASM0, ASM1, ASM2, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
+                              TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_), a1 * alpha[:, None],
+                input_precision=DOT_PRECISION)
     if P == 4:
-        a2 = tl.dot(p, value_part(vc_ptr, vs_ptr, vz_ptr, rv_ptr, slot_row, res_row, packed, from_res, 2, DV,
-                                  DVP, DVP_PAD, G, BITS, P, KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE,
-                                  INTERPRET_),
-                    a2 * alpha[:, None], input_precision=DOT_PRECISION)
-        a3 = tl.dot(p, value_part(vc_ptr, vs_ptr, vz_ptr, rv_ptr, slot_row, res_row, packed, from_res, 3, DV,
-                                  DVP, DVP_PAD, G, BITS, P, KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE,
-                                  INTERPRET_),
-                    a3 * alpha[:, None], input_precision=DOT_PRECISION)
+        a2 = tl.dot(p, value_part(vb, vs, vz, rv_ptr, res_row, from_res, 2, ASM0, ASM1, ASM2, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI,
+                                  MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_), a2 * alpha[:, None],
+                    input_precision=DOT_PRECISION)
+        a3 = tl.dot(p, value_part(vb, vs, vz, rv_ptr, res_row, from_res, 3, ASM0, ASM1, ASM2, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI,
+                                  MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_), a3 * alpha[:, None],
+                    input_precision=DOT_PRECISION)
     return m_new, l_i, a0, a1, a2, a3
