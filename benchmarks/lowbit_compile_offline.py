@@ -16,9 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 import compile_offline  # noqa: E402  (sets compiled-Triton mode first)
-from compile_offline import compile_sm90, resource_usage  # noqa: E402
-
 import torch  # noqa: E402
+from compile_offline import compile_sm90, resource_usage  # noqa: E402
 
 import kvlab.kernels.lowbit_attention_call as call_mod  # noqa: E402
 from kvlab.cache import build_paged_example  # noqa: E402
@@ -29,7 +28,8 @@ compile_offline._TRITON_TYPES[torch.uint8] = "u8"
 
 #: (label, new tokens) of the cases compiled by default
 CASES = (("decode", 1), ("prefill", 64))
-PTX_COUNTS = ("cvt.", "ld.shared", "st.shared", "ldmatrix", "cp.async", "ld.global", "mma.sync", "wgmma.mma_async",
+PTX_COUNTS = ("cvt.", "ld.shared", "st.shared", "ldmatrix", "cp.async", "ld.global", "mma.sync",
+              "wgmma.mma_async",
               "fma.rn.f16", "mul.f16", "prmt", "bar.sync")
 
 
@@ -41,7 +41,7 @@ def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: i
                                              num_stages=stages, max_registers=maxnreg)
     consts = {k: v for k, v in call._consts.items() if k not in ("num_stages", "maxnreg")}
     kernel = compile_sm90(lowbit_attention_kernel, call._args, consts, call.num_warps,
-                          call._consts.get("num_stages", 3), maxnreg)
+                          call._consts.get("num_stages", 3), maxnreg or call._consts.get("maxnreg"))
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]
     if ptx_dir:

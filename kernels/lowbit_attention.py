@@ -47,7 +47,8 @@ def _store_part(ptr, base, a, l_i, row_valid, K: tl.constexpr, P: tl.constexpr, 
     mask = row_valid[:, None] & (jv < DVP)[None, :]
     addr = ptr + base[:, None] + jv[None, :] * P + K
     if NORMALISE:
-        tl.store(addr, to_storage(a / tl.where(row_valid, l_i, 1.0)[:, None], OUT_DTYPE, INTERPRET_), mask=mask)
+        o = a / tl.where(row_valid, l_i, 1.0)[:, None]
+        tl.store(addr, to_storage(o, OUT_DTYPE, INTERPRET_), mask=mask)
     else:
         tl.store(addr, a, mask=mask)
 
@@ -95,7 +96,8 @@ def lowbit_attention_kernel(
         q2 = q0
         q3 = q1
     if Q_POW2_SCALE:  # bf16 query, fp16 dots: scale into fp16's range by a power of two (exact)
-        amax = tl.maximum(tl.max(tl.max(tl.abs(q0), axis=1), axis=0), tl.max(tl.max(tl.abs(q1), axis=1), axis=0))
+        amax = tl.maximum(tl.max(tl.max(tl.abs(q0), axis=1), axis=0),
+                          tl.max(tl.max(tl.abs(q1), axis=1), axis=0))
         if P == 4:
             amax = tl.maximum(amax, tl.maximum(tl.max(tl.max(tl.abs(q2), axis=1), axis=0),
                                                tl.max(tl.max(tl.abs(q3), axis=1), axis=0)))
@@ -125,9 +127,10 @@ def lowbit_attention_kernel(
     for t in range(tile_lo, tl.minimum(tile_hi, t_mid)):
         m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
             t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
-            kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap, window,
-            False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G, KIVI, BLOCK_SIZE, TILE_N,
-            HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_, ASM0, ASM1, ASM2, ASM3)
+            kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap,
+            window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G, KIVI, BLOCK_SIZE,
+            TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
+            ASM0, ASM1, ASM2, ASM3)
     if KIVI:
         for t in range(tl.maximum(tile_lo, t_mid), tile_hi):
             m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(

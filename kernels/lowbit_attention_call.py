@@ -72,13 +72,29 @@ def _words(per_channel: torch.Tensor, scheme) -> torch.Tensor:
     return per_channel.view(torch.int32 if scheme.codes_per_byte == 2 else torch.int64)
 
 
+#: Launch defaults, each the fastest shape of the H100 sweep (``benchmarks/lowbit_bench.py``,
+#: ``benchmarks/lowbit_notes.md``; B=64 / B=1 decode at L=32768, a 2,048-token prefill chunk):
+#: decode key tiles of 128 (int4) and 64 (KIVI) keys, 2 pipeline stages (KIVI at 3 stages: 5.3 ms
+#: against 3.1 ms), 4 warps (prefill at 8 warps: 1.7x slower), and, for an int4 decode grid that is
+#: not split, a cap of 128 registers so that four programs share a multiprocessor (B=64: 1281 µs
+#: against 1695 µs uncapped; KIVI's 64-key tiles would spill under it, untimed, so it stays uncapped).
+#: KIVI splits a short grid into twice as many segments as the 8-bit rule (B=1: 61.8 µs at 66
+#: segments against 94.4 µs at 33 for kivi4).
+DECODE_TILE_INT4: int = 128
+DECODE_TILE_KIVI: int = 64
+PREFILL_TILE: int = 64
+STAGES: int = 2
+DECODE_MAX_REGISTERS: int = 128
+KIVI_SPLIT_PROGRAMS_PER_SM: int = 4
+
+
 def _default_tile(kivi: bool, prefill: bool) -> int:
-    """Keys per loop step when the caller names none (the benchmark's sweep times the others)."""
+    """Keys per loop step when the caller names none."""
     if INTERPRET:
         return 16
     if prefill:
-        return 64
-    return 32 if kivi else 128
+        return PREFILL_TILE
+    return DECODE_TILE_KIVI if kivi else DECODE_TILE_INT4
 
 
 @dataclass(eq=False)
@@ -150,7 +166,8 @@ def prepare_lowbit_attention(
     seqs, qblocks = _programs(batch, block_q)
     if num_splits is None:
         num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
-        num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms)
+        num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms,
+                                       KIVI_SPLIT_PROGRAMS_PER_SM if cache.is_kivi and not prefill else 2)
     require_positive_int(num_splits, "num_splits")
     if num_splits > MAX_SPLITS:
         raise ValueError(f"num_splits must be <= {MAX_SPLITS}, got {num_splits}")
@@ -166,7 +183,8 @@ def prepare_lowbit_attention(
     args = (
         out, part_acc, part_stat,
         query, cache.key_codes, cache.value_codes, _words(cache.key_scale, sch) if kivi else cache.key_scale,
-        cache.value_scale, _words(cache.key_zero, sch) if kivi else dummy, cache.value_zero if kivi else dummy,
+        cache.value_scale, _words(cache.key_zero, sch) if kivi else dummy,
+        cache.value_zero if kivi else dummy,
         cache.residual_key if kivi else dummy, cache.residual_value if kivi else dummy,
         cache.residual_page if kivi else dummy,
         batch.block_table, batch.query_start_loc, batch.seq_lens,
@@ -182,7 +200,8 @@ def prepare_lowbit_attention(
         asm[:sch.codes_per_byte] = [unpack_asm(sch.bits, k, dot, 0 if kivi else 8)
                                     for k in range(sch.codes_per_byte)]
     consts = dict(
-        NUM_KV_HEADS=nkv, GROUP=group, D=head_size, DP_PAD=max(16, next_pow2(head_size // sch.codes_per_byte)),
+        NUM_KV_HEADS=nkv, GROUP=group, D=head_size,
+        DP_PAD=max(16, next_pow2(head_size // sch.codes_per_byte)),
         DV=hv, DVP_PAD=max(16, next_pow2(hv // sch.codes_per_byte)), BITS=sch.bits, P=sch.codes_per_byte,
         G=sch.group_size or 16, KIVI=kivi, RES_BLOCKS=max(1, sch.residual_blocks),
         BLOCK_SIZE=bs, TILE_N=tile, BLOCK_M=block_m, BLOCK_Q=block_q,
@@ -193,14 +212,14 @@ def prepare_lowbit_attention(
         INTERPRET_=INTERPRET, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
     if num_warps is None:
-        num_warps = 4  # prefill at 8 warps measured 1.7x slower on an H100 (benchmarks/lowbit_notes.md)
+        num_warps = 4
     else:
         require_positive_int(num_warps, "num_warps")
-    if num_stages is None and not prefill:
-        num_stages = 2  # decode: one K/V buffer ahead; 3 stages measured slower for KIVI
-    if num_stages is not None:
-        require_positive_int(num_stages, "num_stages")
-        consts["num_stages"] = num_stages
+    if num_stages is None:
+        num_stages = STAGES
+    consts["num_stages"] = require_positive_int(num_stages, "num_stages")
+    if max_registers is None and not prefill and num_splits == 1 and not cache.is_kivi:
+        max_registers = DECODE_MAX_REGISTERS
     if max_registers is not None and not INTERPRET:
         consts["maxnreg"] = require_positive_int(max_registers, "max_registers", 24)
     return LowBitAttentionCall(out, num_splits, tile, block_m, num_warps, args, consts,

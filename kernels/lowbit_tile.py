@@ -53,23 +53,16 @@ def _run_unpack(b, ASM: tl.constexpr, FP16: tl.constexpr):
 
 
 @triton.jit
-def code_values(b, K: tl.constexpr, BITS: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr,
-                ASM2: tl.constexpr, ASM3: tl.constexpr, OFFSET: tl.constexpr, DTYPE: tl.constexpr):
+def code_values(b, K: tl.constexpr, BITS: tl.constexpr, ASM: tl.constexpr, OFFSET: tl.constexpr,
+                DTYPE: tl.constexpr):
     """``code − OFFSET`` of part ``K`` of bytes ``b`` as ``DTYPE`` (bf16/fp16), compiled mode only.
 
-    With the host's PTX (``ASM0 .. ASM3``, :func:`kvlab.kernels.lowbit_attention_call.unpack_asm`)
+    With the host's PTX for this part (``ASM``, :func:`kvlab.kernels.lowbit_attention_call.unpack_asm`)
     four codes at a time become four 16-bit numbers by byte permutes, a shift, one logic op and a
-    packed subtraction (about two instructions per code); without it, by a magic-number bitcast.
+    packed subtraction (about two instructions per code); without it, by Triton's own casts.
     """
-    if ASM0 != "":
-        if K == 0:
-            x = _run_unpack(b, ASM0, DTYPE.is_fp16())
-        elif K == 1:
-            x = _run_unpack(b, ASM1, DTYPE.is_fp16())
-        elif K == 2:
-            x = _run_unpack(b, ASM2, DTYPE.is_fp16())
-        else:
-            x = _run_unpack(b, ASM3, DTYPE.is_fp16())
+    if ASM != "":
+        x = _run_unpack(b, ASM, DTYPE.is_fp16())
     else:
         x = (code_part(b, K, BITS).to(tl.int8) - OFFSET).to(DTYPE)
     return x
@@ -86,14 +79,13 @@ def as_dot_operand(x, DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
 
 
 @triton.jit
-def kivi_dequant(b, K: tl.constexpr, BITS: tl.constexpr, s, z, ASM0: tl.constexpr, ASM1: tl.constexpr,
-                 ASM2: tl.constexpr, ASM3: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
-                 INTERPRET_: tl.constexpr):
+def kivi_dequant(b, K: tl.constexpr, BITS: tl.constexpr, s, z, ASM: tl.constexpr, HALF_DEQ: tl.constexpr,
+                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
     """``c · s + z`` for the codes of part ``K`` of bytes ``b`` (fp16 scale and zero point broadcastable
     to ``b``) as dot operand."""
     c = code_part(b, K, BITS)
-    if HALF_DEQ and ASM0 != "":
-        x = code_values(b, K, BITS, ASM0, ASM1, ASM2, ASM3, 0, tl.float16) * s + z
+    if HALF_DEQ and ASM != "":
+        x = code_values(b, K, BITS, ASM, 0, tl.float16) * s + z
     elif HALF_DEQ:
         # code → fp16 without a conversion instruction: 0x6400 | c is the fp16 number 1024 + c
         # (c < 1024), and subtracting 1024 is exact
@@ -116,7 +108,8 @@ def key_bytes(kc_ptr, slot_row, packed, DP: tl.constexpr, DP_PAD: tl.constexpr, 
         return tl.load(kc_ptr + slot3[:, :, None] * DP + j[None, None, :],
                        mask=packed3[:, :, None] & jm[None, None, :], other=0)
     else:
-        return tl.load(kc_ptr + slot_row[:, None] * DP + j[None, :], mask=packed[:, None] & jm[None, :], other=0)
+        return tl.load(kc_ptr + slot_row[:, None] * DP + j[None, :], mask=packed[:, None] & jm[None, :],
+                       other=0)
 
 
 @triton.jit
@@ -138,9 +131,9 @@ def half_of_word(w, K: tl.constexpr):
 
 
 @triton.jit
-def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr,
-             ASM2: tl.constexpr, ASM3: tl.constexpr, D: tl.constexpr, DP: tl.constexpr,
-             DP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr, MIXED: tl.constexpr,
+def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, D: tl.constexpr,
+             DP: tl.constexpr, DP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr,
+             MIXED: tl.constexpr,
              BPT: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
              INTERPRET_: tl.constexpr):
     """Part ``K`` of the key tile (bytes ``b`` from :func:`key_bytes`, KIVI scale words ``ws``/``wz`` from
@@ -149,17 +142,17 @@ def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM0: tl.con
         s = half_of_word(ws, K)
         z = half_of_word(wz, K)
         if BPT > 1:
-            x = tl.reshape(kivi_dequant(b, K, BITS, s[:, None, :], z[:, None, :], ASM0, ASM1, ASM2, ASM3,
-                                        HALF_DEQ, DOT_DTYPE, INTERPRET_), [TILE_N, DP_PAD])
+            x = kivi_dequant(b, K, BITS, s[:, None, :], z[:, None, :], ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+            x = tl.reshape(x, [TILE_N, DP_PAD])
         else:
-            x = kivi_dequant(b, K, BITS, s, z, ASM0, ASM1, ASM2, ASM3, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+            x = kivi_dequant(b, K, BITS, s, z, ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
         if MIXED:
             j = tl.arange(0, DP_PAD)
             r = tl.load(rk_ptr + res_row[:, None] * D + j[None, :] * P + K,
                         mask=from_res[:, None] & (j < DP)[None, :], other=0.0)
             x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
-    elif ASM0 != "":
-        x = code_values(b, K, BITS, ASM0, ASM1, ASM2, ASM3, 8, DOT_DTYPE)
+    elif ASM != "":
+        x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
     else:
         x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
     return x
@@ -184,28 +177,29 @@ def value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV: tl.constexpr, DVP:
         return b, s, z
     else:
         jv = tl.arange(0, DVP_PAD)
-        b = tl.load(vc_ptr + slot_row[:, None] * DVP + jv[None, :], mask=packed[:, None] & (jv < DVP)[None, :],
+        b = tl.load(vc_ptr + slot_row[:, None] * DVP + jv[None, :],
+                    mask=packed[:, None] & (jv < DVP)[None, :],
                     other=0)
         return b, b, b
 
 
 @triton.jit
-def value_part(b, s, z, rv_ptr, res_row, from_res, K: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr,
-               ASM2: tl.constexpr, ASM3: tl.constexpr, DV: tl.constexpr, DVP: tl.constexpr,
-               DVP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr,
+def value_part(b, s, z, rv_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, DV: tl.constexpr,
+               DVP: tl.constexpr, DVP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr,
+               KIVI: tl.constexpr,
                MIXED: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
                INTERPRET_: tl.constexpr):
-    """Part ``K`` of the value tile (from :func:`value_bytes`), ``[TILE_N, Dv / P]`` padded, as dot operand."""
+    """Part ``K`` of the value tile (from :func:`value_bytes`), ``[TILE_N, Dv / P]`` padded, as operand."""
     if KIVI:
-        x = tl.reshape(kivi_dequant(b, K, BITS, s, z, ASM0, ASM1, ASM2, ASM3, HALF_DEQ, DOT_DTYPE, INTERPRET_),
-                       [TILE_N, DVP_PAD])
+        x = kivi_dequant(b, K, BITS, s, z, ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        x = tl.reshape(x, [TILE_N, DVP_PAD])
         if MIXED:
             jv = tl.arange(0, DVP_PAD)
             r = tl.load(rv_ptr + res_row[:, None] * DV + jv[None, :] * P + K,
                         mask=from_res[:, None] & (jv < DVP)[None, :], other=0.0)
             x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
-    elif ASM0 != "":
-        x = code_values(b, K, BITS, ASM0, ASM1, ASM2, ASM3, 8, DOT_DTYPE)
+    elif ASM != "":
+        x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
     else:
         x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
     return x
@@ -253,19 +247,19 @@ def attend_lowbit_tile(
     else:
         ws = kb
         wz = kb
-    s = tl.dot(q0, tl.trans(key_part(kb, ws, wz, rk_ptr, res_row, from_res, 0, ASM0, ASM1, ASM2, ASM3, D, DP, DP_PAD, BITS, P, KIVI,
-                                     MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
-               input_precision=DOT_PRECISION)
-    s = tl.dot(q1, tl.trans(key_part(kb, ws, wz, rk_ptr, res_row, from_res, 1, ASM0, ASM1, ASM2, ASM3, D, DP, DP_PAD, BITS, P, KIVI,
-                                     MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
-               s, input_precision=DOT_PRECISION)
+    k0 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 0, ASM0, D, DP, DP_PAD, BITS, P, KIVI,
+                  MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    s = tl.dot(q0, tl.trans(k0), input_precision=DOT_PRECISION)
+    k1 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 1, ASM1, D, DP, DP_PAD, BITS, P, KIVI,
+                  MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    s = tl.dot(q1, tl.trans(k1), s, input_precision=DOT_PRECISION)
     if P == 4:
-        s = tl.dot(q2, tl.trans(key_part(kb, ws, wz, rk_ptr, res_row, from_res, 2, ASM0, ASM1, ASM2, ASM3, D, DP, DP_PAD, BITS, P, KIVI,
-                                         MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
-                   s, input_precision=DOT_PRECISION)
-        s = tl.dot(q3, tl.trans(key_part(kb, ws, wz, rk_ptr, res_row, from_res, 3, ASM0, ASM1, ASM2, ASM3, D, DP, DP_PAD, BITS, P, KIVI,
-                                         MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)),
-                   s, input_precision=DOT_PRECISION)
+        k2 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 2, ASM2, D, DP, DP_PAD, BITS, P,
+                      KIVI, MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        s = tl.dot(q2, tl.trans(k2), s, input_precision=DOT_PRECISION)
+        k3 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 3, ASM3, D, DP, DP_PAD, BITS, P,
+                      KIVI, MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        s = tl.dot(q3, tl.trans(k3), s, input_precision=DOT_PRECISION)
     if KIVI:
         s = s * qk_scale
     else:  # int4 per-token-head: the K scale multiplies the score
@@ -286,17 +280,17 @@ def attend_lowbit_tile(
         p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
     p = round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_)
     vb, vs, vz = value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV, DVP, DVP_PAD, G, P, KIVI)
-    a0 = tl.dot(p, value_part(vb, vs, vz, rv_ptr, res_row, from_res, 0, ASM0, ASM1, ASM2, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
-                              TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_), a0 * alpha[:, None],
-                input_precision=DOT_PRECISION)
-    a1 = tl.dot(p, value_part(vb, vs, vz, rv_ptr, res_row, from_res, 1, ASM0, ASM1, ASM2, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
-                              TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_), a1 * alpha[:, None],
-                input_precision=DOT_PRECISION)
+    v0 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 0, ASM0, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
+                    TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    a0 = tl.dot(p, v0, a0 * alpha[:, None], input_precision=DOT_PRECISION)
+    v1 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 1, ASM1, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
+                    TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    a1 = tl.dot(p, v1, a1 * alpha[:, None], input_precision=DOT_PRECISION)
     if P == 4:
-        a2 = tl.dot(p, value_part(vb, vs, vz, rv_ptr, res_row, from_res, 2, ASM0, ASM1, ASM2, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI,
-                                  MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_), a2 * alpha[:, None],
-                    input_precision=DOT_PRECISION)
-        a3 = tl.dot(p, value_part(vb, vs, vz, rv_ptr, res_row, from_res, 3, ASM0, ASM1, ASM2, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI,
-                                  MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_), a3 * alpha[:, None],
-                    input_precision=DOT_PRECISION)
+        v2 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 2, ASM2, DV, DVP, DVP_PAD, BITS, P, KIVI,
+                        MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        a2 = tl.dot(p, v2, a2 * alpha[:, None], input_precision=DOT_PRECISION)
+        v3 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 3, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI,
+                        MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        a3 = tl.dot(p, v3, a3 * alpha[:, None], input_precision=DOT_PRECISION)
     return m_new, l_i, a0, a1, a2, a3
