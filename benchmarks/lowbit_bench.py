@@ -92,7 +92,7 @@ def calls_for(scheme: str, kv: DenseKV, queries: list[torch.Tensor], query_len: 
     cache, batches = lowbit_copies(scheme, kv, query_len, len(queries), gen)
     calls = [[prepare_lowbit_attention(q, cache, b, **opts) for q, b in zip(queries, batches, strict=True)]
              for opts in variants]
-    return calls, (cache,), lambda c: (c.num_splits, c.tile_n, c.num_warps, c._consts.get("num_stages", 3))
+    return calls, (cache,), lambda c: (c.num_splits, c.tile_n, c.num_warps, c.options["num_stages"])
 
 
 def run(out_dir: str, repeats: int) -> None:

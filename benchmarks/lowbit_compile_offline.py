@@ -39,9 +39,9 @@ def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: i
                              query_dtype=torch.bfloat16)
     call = call_mod.prepare_lowbit_attention(ex.query, ex.cache, ex.batch, tile_n=tile, num_warps=warps,
                                              num_stages=stages, max_registers=maxnreg)
-    consts = {k: v for k, v in call._consts.items() if k not in ("num_stages", "maxnreg")}
-    kernel = compile_sm90(lowbit_attention_kernel, call._args, consts, call.num_warps,
-                          call._consts.get("num_stages", 3), maxnreg or call._consts.get("maxnreg"))
+    launch = call._launch
+    kernel = compile_sm90(lowbit_attention_kernel, launch.args, launch.consts, call.num_warps,
+                          call.options["num_stages"], maxnreg or call.options.get("maxnreg"))
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]
     if ptx_dir:
@@ -49,7 +49,7 @@ def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: i
             f.write(ptx)
     counts = " ".join(f"{c.rstrip('.')}={ptx.count(c)}" for c in PTX_COUNTS)
     return (f"{scheme:20s} new={new:<3} tile={call.tile_n:<4} rows={call.block_m:<3} warps={call.num_warps} "
-            f"stages={call._consts.get('num_stages', 3)} cap={maxnreg} | "
+            f"stages={call.options['num_stages']} cap={call.options.get('maxnreg')} | "
             f"regs={regs} stack={stack} shared={kernel.metadata.shared} {counts}")
 
 
