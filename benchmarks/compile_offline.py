@@ -32,10 +32,11 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 import kvlab.kernels.attention as attention  # noqa: E402
+import kvlab.kernels.attention_checks as attention_checks  # noqa: E402
 from kvlab.cache import build_paged_example  # noqa: E402
 from kvlab.kernels.launch_config import choose_tiling  # noqa: E402
 
-attention.require_kernel_device = lambda **tensors: None  # CPU tensors stand in for CUDA ones
+attention_checks.require_kernel_device = lambda **tensors: None  # CPU tensors stand in for CUDA ones
 attention.multiprocessor_count = lambda index: 132  # an H100 SXM
 
 _TRITON_TYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int8: "i8",
@@ -94,7 +95,8 @@ def report(scheme: str, batch: int, length: int, new: int) -> str:
                              scheme=scheme)
     call = attention.prepare_paged_attention(ex.query, ex.cache, ex.batch, tiling=tiling)
     t = call.tiling
-    kernel = compile_sm90(attention.paged_attention_kernel, call._args, call._consts, t.num_warps,
+    launch = call._launch
+    kernel = compile_sm90(attention.paged_attention_kernel, launch.args, launch.consts, t.num_warps,
                           t.num_stages, t.max_registers)
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]
