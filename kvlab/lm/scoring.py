@@ -26,6 +26,10 @@ from kvlab.lm.kv_state import ModelKVCache
 from kvlab.lm.variants import BASELINE_SCHEME, CacheVariant
 from kvlab.validation import require_positive_int
 
+#: positions whose next-token distributions are held at once (each ``[rows, vocab]`` fp32 is 12.6 MB
+#: for SmolLM2's 49,152 tokens; a whole 256-token chunk per scheme lifted peak RSS past 1.5 GB)
+_METRIC_ROWS = 64
+
 
 @dataclass(frozen=True)
 class PositionScores:
@@ -138,14 +142,18 @@ def score_tokens(
         batches = [caches[key].plan_step([seqs[key]], [hi - lo]) for key in keys]
         hidden = model.forward_lockstep(ids[lo:hi], [caches[key] for key in keys], batches, backend=backend,
                                         sliding_window=sliding_window)
-        base = None
-        for key, h in zip(keys, hidden, strict=True):  # one [tokens, vocab] distribution at a time
-            lp = torch.log_softmax(model.logits(h[: targets.numel()]), dim=-1)
-            if base is None:
-                base = (lp, lp.exp(), lp.argmax(-1))
-            parts[key].append(tuple(t.cpu() for t in next_token_metrics(base[0], lp, targets, *base[1:])))
-            del lp
-        del hidden, base
+        for r in range(0, targets.numel(), _METRIC_ROWS):  # bounded [rows, vocab] temporaries
+            rows = slice(r, min(r + _METRIC_ROWS, targets.numel()))
+            base = None
+            for key, h in zip(keys, hidden, strict=True):
+                lp = torch.log_softmax(model.logits(h[rows]), dim=-1)
+                if base is None:
+                    base = (lp, lp.exp(), lp.argmax(-1))
+                metrics = next_token_metrics(base[0], lp, targets[rows], *base[1:])
+                parts[key].append(tuple(t.cpu() for t in metrics))
+                del lp
+            del base
+        del hidden
         if progress:
             progress(hi, n)
 
