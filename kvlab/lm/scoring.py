@@ -104,6 +104,7 @@ def score_tokens(
     sliding_window: int | None = None,
     backend: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    lockstep_runs: int = 16,
 ) -> dict[str, PositionScores]:
     """Score ``token_ids`` teacher-forced under the baseline cache and every variant.
 
@@ -116,6 +117,8 @@ def score_tokens(
         sliding_window: attend to the last ``W`` tokens only (a what-if for this model).
         backend: ``kvlab.attention`` backend (default: Triton on a GPU, float32 PyTorch on a CPU).
         progress: called with ``(tokens done, tokens total)`` after every chunk.
+        lockstep_runs: caches run through one :meth:`~LlamaModel.forward_lockstep` together; fewer
+            hold fewer activations at once (memory), more share more work per operation.
 
     Returns:
         ``{variant label: PositionScores}``, the baseline's label ``"auto"`` first.
@@ -125,6 +128,7 @@ def score_tokens(
         raise ValueError(f"scoring needs at least 2 tokens, got {n}")
     require_fits_context(n, model.config.context_length)
     require_positive_int(chunk_size, "chunk_size")
+    require_positive_int(lockstep_runs, "lockstep_runs")
     require_window(sliding_window)
     baseline = CacheVariant(BASELINE_SCHEME)
     runs: dict[tuple, CacheVariant] = {baseline.computation_key(model.dtype): baseline}
@@ -139,9 +143,12 @@ def score_tokens(
     for lo in range(0, n, chunk_size):
         hi = min(n, lo + chunk_size)
         targets = ids[lo + 1 : hi + 1].to(model.device)  # the last position of the text has no target
-        batches = [caches[key].plan_step([seqs[key]], [hi - lo]) for key in keys]
-        hidden = model.forward_lockstep(ids[lo:hi], [caches[key] for key in keys], batches, backend=backend,
-                                        sliding_window=sliding_window)
+        hidden = []  # final hidden states of this chunk, per run; runs go in lockstep groups
+        for g in range(0, len(keys), lockstep_runs):
+            group = keys[g : g + lockstep_runs]
+            batches = [caches[key].plan_step([seqs[key]], [hi - lo]) for key in group]
+            hidden.extend(model.forward_lockstep(ids[lo:hi], [caches[key] for key in group], batches,
+                                                 backend=backend, sliding_window=sliding_window))
         for r in range(0, targets.numel(), _METRIC_ROWS):  # bounded [rows, vocab] temporaries
             rows = slice(r, min(r + _METRIC_ROWS, targets.numel()))
             base = None

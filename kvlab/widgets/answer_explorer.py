@@ -41,10 +41,12 @@ def cached_scores(num_tokens: int, window: int):
     """Scores of every scheme on the first ``num_tokens`` tokens of the shipped text (cached)."""
     from kvlab.lm import all_variants, score_tokens
     from kvlab.lm.corpus import corpus_text
+    from kvlab.lm.generation import one_cpu_thread
 
     model = _model()
     ids = model.encode(corpus_text())[:num_tokens]
-    return score_tokens(model, ids, all_variants(model.config.head_size), sliding_window=window or None)
+    with one_cpu_thread(model.device):  # a few hundred tokens: small operations, see one_cpu_thread
+        return score_tokens(model, ids, all_variants(model.config.head_size), sliding_window=window or None)
 
 
 @lru_cache(maxsize=64)

@@ -107,3 +107,14 @@ def test_lockstep_refuses_caches_at_different_lengths(model):
         model.forward_lockstep(torch.tensor([1, 2, 3, 4]), [a, b], [ba, bb2])
     with pytest.raises(ValueError, match="one batch per cache"):
         model.forward_lockstep(torch.tensor([1, 2, 3, 4]), [a, b], [bb])
+
+
+def test_scores_do_not_depend_on_how_runs_are_grouped(model, corpus_ids):
+    # groups of lockstep runs only bound memory: each cache's scores stay the same
+    variants = [CacheVariant("fp8_e5m2"), CacheVariant("int8_per_token_head", "truncate")]
+    one = score_tokens(model, corpus_ids[:48], variants, chunk_size=32, lockstep_runs=1)
+    all_ = score_tokens(model, corpus_ids[:48], variants, chunk_size=32, lockstep_runs=16)
+    assert list(one) == list(all_) == ["auto", "fp8_e5m2", "int8_per_token_head (truncate)"]
+    for label in one:
+        assert torch.equal(one[label].argmax, all_[label].argmax), label
+        torch.testing.assert_close(one[label].nll, all_[label].nll, rtol=0, atol=1e-3)
