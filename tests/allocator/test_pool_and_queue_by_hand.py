@@ -238,3 +238,19 @@ def test_the_null_block_is_skipped_not_a_stop():
     assert pool.get_num_free_blocks() == 2
     assert pool.free_blocks([pool.null_block, a]) == 1 and a.ref_cnt == 0
     assert pool.get_num_free_blocks() == 3
+
+
+def test_three_blocks_with_one_key_leave_one_by_one():
+    """a, b, c (ids 1, 2, 3) all cached under (H[0], 0), then freed after blocks 4, 5. Reuse order is
+    4, 5, a, b, c: after a is evicted H[0] finds b (b and c remain), after b it finds c, after c nothing."""
+    pool = BlockPool(6)
+    trio = pool.get_new_blocks(3)
+    for block in trio:
+        pool.cache_full_blocks([block], H, 0, 1, group_id=0)
+    pool.free_blocks(trio)
+    assert [blk.block_id for blk in pool.get_new_blocks(3)] == [4, 5, 1]
+    assert pool.get_cached_block(H[0], [0]) == [trio[1]]
+    assert pool.get_new_blocks(1) == [trio[1]]
+    assert pool.get_cached_block(H[0], [0]) == [trio[2]]
+    assert pool.get_new_blocks(1) == [trio[2]]
+    assert pool.get_cached_block(H[0], [0]) is None and pool.cached == {}
