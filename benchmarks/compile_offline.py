@@ -94,7 +94,8 @@ def report(scheme: str, batch: int, length: int, new: int) -> str:
                              scheme=scheme)
     call = attention.prepare_paged_attention(ex.query, ex.cache, ex.batch, tiling=tiling)
     t = call.tiling
-    kernel = compile_sm90(attention.paged_attention_kernel, call._args, call._consts, t.num_warps,
+    launch = call._launch
+    kernel = compile_sm90(attention.paged_attention_kernel, launch.args, launch.consts, t.num_warps,
                           t.num_stages, t.max_registers)
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]

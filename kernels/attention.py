@@ -63,7 +63,6 @@ a shared two-core machine): lessons use short sequences.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -83,10 +82,10 @@ from kvlab.kernels.launch_config import (
 )
 from kvlab.kernels.numerics import fp8_to_bf16_asm
 from kvlab.kernels.runtime import INTERPRET
-from kvlab.kernels.split_reduce import launch_split_reduce
+from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.quantization.schemes import QuantMode
-from kvlab.reference.attention import check_attention_options, check_paged_inputs
-from kvlab.validation import require_positive_int
+from kvlab.reference.attention import check_attention_options, check_paged_inputs, check_softmax_scale
+from kvlab.validation import require_positive_int, require_power_of_two
 
 # -- host side --------------------------------------------------------------------------------------
 
@@ -117,16 +116,6 @@ def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache) -> tuple[torch.dty
     return torch.float32, query_dtype, "tf32"
 
 
-def _check_scale(scale: float | None, head_size: int) -> float:
-    if scale is None:
-        return head_size**-0.5
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
-    if not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
-    return float(scale)
-
-
 @dataclass(eq=False)
 class PagedAttentionCall:
     """A validated, ready-to-launch paged-attention call.
@@ -142,22 +131,11 @@ class PagedAttentionCall:
 
     out: torch.Tensor
     tiling: AttentionTiling
-    _args: tuple = field(repr=False)
-    _consts: dict = field(repr=False)
-    _grid: tuple[int, int] = field(repr=False)
-    _reduce: tuple | None = field(repr=False)
+    _launch: SplitKLaunch = field(repr=False)
 
     def run(self) -> torch.Tensor:
         """Launch the attention kernel (and the split-K merge); returns :attr:`out`."""
-        if self._grid[0] == 0:
-            return self.out
-        options = dict(num_warps=self.tiling.num_warps, num_stages=self.tiling.num_stages)
-        if self.tiling.max_registers is not None and not INTERPRET:
-            options["maxnreg"] = self.tiling.max_registers
-        paged_attention_kernel[self._grid](*self._args, **self._consts, **options)
-        if self._reduce is not None:
-            launch_split_reduce(*self._reduce)
-        return self.out
+        return self._launch()
 
 
 def check_attention_call(
@@ -189,6 +167,8 @@ def check_attention_call(
     num_tokens, num_q_heads, head_size = query.shape
     nkv = cache.num_kv_heads
     check_attention_options(num_q_heads, nkv, sliding_window, softcap)
+    # the kernels tile a block with tl.arange, whose length must be a power of two
+    require_power_of_two(cache.block_size, "block_size", "the Triton kernels tile whole blocks")
     if query.dtype not in _QUERY_DTYPES:
         raise ValueError(
             f"query must be float16, bfloat16 or float32 for the Triton kernel, got {query.dtype}"
@@ -198,7 +178,8 @@ def check_attention_call(
             f"head sizes up to {MAX_HEAD_SIZE} are supported, got head_size={head_size}, "
             f"head_size_v={cache.head_size_v}"
         )
-    sigma = _check_scale(scale, head_size)
+    check_softmax_scale(scale)
+    sigma = head_size**-0.5 if scale is None else float(scale)
     if num_splits is not None:
         require_positive_int(num_splits, "num_splits")
         if num_splits > MAX_SPLITS:
@@ -271,14 +252,7 @@ def prepare_paged_attention(
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits
 
-    if splits > 1:
-        f32 = dict(dtype=torch.float32, device=query.device)
-        part_acc = torch.empty((num_tokens, num_q_heads, splits, hv), **f32)
-        part_stat = torch.empty((num_tokens, num_q_heads, splits, 2), **f32)
-        reduce = (out, part_acc, part_stat, out_scale, triton_dtype(query.dtype))
-    else:
-        part_acc = part_stat = out  # never touched without split-K
-        reduce = None
+    part_acc, part_stat = split_workspace(out, splits)
 
     k_scale_t = cache.key_scale if cache.key_scale is not None else cache.key
     v_scale_t = cache.value_scale if cache.value_scale is not None else cache.value
@@ -312,8 +286,12 @@ def prepare_paged_attention(
         Q_POW2_SCALE=dot_dtype == torch.float16 and query.dtype == torch.bfloat16,
         INTERPRET_=INTERPRET,
     )
-    return PagedAttentionCall(out=out, tiling=tiling, _args=args, _consts=consts,
-                              _grid=(q_blocks * nkv, splits), _reduce=reduce)
+    options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
+    if tiling.max_registers is not None and not INTERPRET:
+        options["maxnreg"] = tiling.max_registers
+    launch = SplitKLaunch(paged_attention_kernel, (q_blocks * nkv, splits), args, consts, options,
+                          out, part_acc, part_stat, out_scale)
+    return PagedAttentionCall(out=out, tiling=tiling, _launch=launch)
 
 
 def paged_attention(

@@ -17,10 +17,10 @@ from kvlab.cache.lowbit_cache import LowBitPagedCache
 from kvlab.kernels.attention import check_attention_call
 from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
-from kvlab.kernels.launch_config import MAX_SPLITS, choose_num_splits, next_pow2
+from kvlab.kernels.launch_config import choose_num_splits, next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
 from kvlab.kernels.runtime import INTERPRET
-from kvlab.kernels.split_reduce import launch_split_reduce
+from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.validation import require_positive_int
 
 
@@ -49,18 +49,11 @@ class LowBitAttentionCall:
     tile_n: int
     block_m: int
     num_warps: int
-    _args: tuple = field(repr=False)
-    _consts: dict = field(repr=False)
-    _grid: tuple[int, int] = field(repr=False)
-    _parts: tuple | None = field(repr=False)
+    _launch: SplitKLaunch = field(repr=False)
 
     def run(self) -> torch.Tensor:
         """Launch the kernel (and the split-K merge); returns :attr:`out`."""
-        if self._grid[0]:
-            lowbit_attention_kernel[self._grid](*self._args, **self._consts, num_warps=self.num_warps)
-            if self._parts is not None:
-                launch_split_reduce(self.out, *self._parts, 1.0, self._consts["OUT_DTYPE"])
-        return self.out
+        return self._launch()
 
 
 def prepare_lowbit_attention(
@@ -82,9 +75,6 @@ def prepare_lowbit_attention(
     num_tokens, num_q_heads, head_size = query.shape
     nkv, hv = cache.num_kv_heads, cache.head_size_v
     bs = cache.block_size
-    if bs & (bs - 1):
-        raise ValueError(f"the low-bit attention kernel needs a power-of-two block size (its tiles hold "
-                         f"whole blocks), got block_size={bs}")
     tile = max(bs, 16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
     if tile & (tile - 1) or tile % bs:
         raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
@@ -97,17 +87,7 @@ def prepare_lowbit_attention(
     if num_splits is None:
         num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
         num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms)
-    require_positive_int(num_splits, "num_splits")
-    if num_splits > MAX_SPLITS:
-        raise ValueError(f"num_splits must be <= {MAX_SPLITS}, got {num_splits}")
-    parts = None
-    part_acc = part_stat = out
-    if num_splits > 1:
-        part_acc = torch.empty((num_tokens, num_q_heads, num_splits, hv), dtype=torch.float32,
-                               device=out.device)
-        part_stat = torch.empty((num_tokens, num_q_heads, num_splits, 2), dtype=torch.float32,
-                                device=out.device)
-        parts = (part_acc, part_stat)
+    part_acc, part_stat = split_workspace(out, num_splits)
     sch, kivi, dummy, dev = cache.scheme, cache.is_kivi, cache.key_scale, query.device
     args = (
         out, part_acc, part_stat,
@@ -131,8 +111,9 @@ def prepare_lowbit_attention(
         INTERPRET_=INTERPRET,
     )
     warps = 8 if block_m >= 64 else 4
-    return LowBitAttentionCall(out, num_splits, tile, block_m, warps, args, consts,
-                               (len(seqs) * nkv if num_tokens else 0, num_splits), parts)
+    launch = SplitKLaunch(lowbit_attention_kernel, (len(seqs) * nkv if num_tokens else 0, num_splits),
+                          args, consts, dict(num_warps=warps), out, part_acc, part_stat)
+    return LowBitAttentionCall(out, num_splits, tile, block_m, warps, launch)
 
 
 def lowbit_paged_attention(

@@ -22,6 +22,9 @@ statistics (``m_s``, ``l_s``) are re-read by every slice; they are ``num_splits 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import torch
 
 from kvlab.kernels.launch_config import next_pow2
@@ -86,3 +89,44 @@ def launch_split_reduce(
         BLOCK_D=block_d, OUT_DTYPE=out_dtype, INTERPRET_=INTERPRET,
         num_warps=1 if splits_pad * block_d <= 2048 else 4,
     )
+
+
+def split_workspace(out: torch.Tensor, num_splits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 partials of split-K for ``out [T, Hq, Dv]``: ``part_acc [T, Hq, S, Dv]`` and
+    ``part_stat [T, Hq, S, 2]`` (running max and sum of each segment). Without split-K the kernel never
+    touches them, and ``out`` stands in for both (no allocation)."""
+    if num_splits <= 1:
+        return out, out
+    num_tokens, num_q_heads, head_size_v = out.shape
+    f32 = dict(dtype=torch.float32, device=out.device)
+    return (torch.empty((num_tokens, num_q_heads, num_splits, head_size_v), **f32),
+            torch.empty((num_tokens, num_q_heads, num_splits, 2), **f32))
+
+
+@dataclass(eq=False)
+class SplitKLaunch:
+    """One attention-kernel launch and, with split-K, the merge of its segments into ``out``.
+
+    Both paged-attention launchers (16/8-bit and low-bit) build one of these once per prepared call;
+    calling it only launches (no checks, no host synchronisation), so it can be captured in a CUDA
+    graph. ``grid`` is ``(programs, num_splits)``; an empty grid launches nothing.
+    """
+
+    kernel: Any
+    grid: tuple[int, int]
+    args: tuple = field(repr=False)
+    consts: dict = field(repr=False)
+    options: dict
+    out: torch.Tensor = field(repr=False)
+    part_acc: torch.Tensor = field(repr=False)
+    part_stat: torch.Tensor = field(repr=False)
+    out_scale: float = 1.0
+
+    def __call__(self) -> torch.Tensor:
+        if self.grid[0] == 0:
+            return self.out
+        self.kernel[self.grid](*self.args, **self.consts, **self.options)
+        if self.grid[1] > 1:
+            launch_split_reduce(self.out, self.part_acc, self.part_stat, self.out_scale,
+                                self.consts["OUT_DTYPE"])
+        return self.out

@@ -14,7 +14,7 @@ from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.paged_cache import PagedKVCache
 from kvlab.reference.attention import check_softmax_scale, paged_attention_reference
 from kvlab.reference.torch_attention import paged_attention_torch
-from kvlab.validation import require_choice, require_power_of_two
+from kvlab.validation import require_choice
 
 BACKENDS: tuple[str, ...] = ("reference", "triton", "torch")
 
@@ -55,8 +55,6 @@ def attention(
         return paged_attention_torch(
             query, cache, batch, scale=scale, sliding_window=sliding_window, softcap=softcap
         )
-    # the kernels tile a block with tl.arange, whose length must be a power of two
-    require_power_of_two(cache.block_size, "block_size", "the Triton kernels tile whole blocks")
     if cache.scheme.mode.is_low_bit:  # kvlab's packed schemes have their own kernel
         from kvlab.kernels.lowbit_attention_call import lowbit_paged_attention
 

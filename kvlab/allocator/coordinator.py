@@ -14,7 +14,7 @@ from kvlab.allocator.block_pool import BlockPool
 from kvlab.allocator.free_queue import KVCacheBlock
 from kvlab.allocator.hashing import group_block_hashes
 from kvlab.allocator.managers import MANAGER_BY_KIND, SingleTypeManager
-from kvlab.allocator.state_manager import StateManager
+from kvlab.allocator.state_manager import state_manager_class
 from kvlab.sizing.capacity import KVCacheConfig
 
 
@@ -37,7 +37,7 @@ class KVCacheCoordinator:
         self.pools = [BlockPool(p.num_blocks, enable_caching, prepend_unhashed) for p in config.pools]
         self.group_pool = [config.pool_of_group(gid) for gid in range(len(config.groups))]
         self.managers: list[SingleTypeManager] = [
-            {**MANAGER_BY_KIND, "mamba": StateManager}[g.kind](
+            (state_manager_class(g.spec) if g.kind == "mamba" else MANAGER_BY_KIND[g.kind])(
                 g.spec, self.pools[self.group_pool[gid]], gid, enable_caching
             )
             for gid, g in enumerate(config.groups)
@@ -52,6 +52,8 @@ class KVCacheCoordinator:
         self.attention_types = sorted(
             types.items(), key=lambda item: config.groups[item[1][0]].kind != "full"
         )
+        # full attention only: a running request's tables never shed blocks (see ``holds_room_for``)
+        self.all_full_attention = all(g.kind == "full" for g in config.groups)
 
     # -- prefix hits --------------------------------------------------------------------------------
     def find_longest_cache_hit(
@@ -92,6 +94,27 @@ class KVCacheCoordinator:
             for m, hits, req in zip(self.managers, new_computed_blocks, required, strict=True)
         ]
 
+    def holds_room_for(self, request_id: str, num_tokens: int, num_cacheable_tokens: int) -> bool:
+        """True if ``allocate_slots`` for this running request would change nothing.
+
+        That is the case for full-attention groups (which never free skipped blocks) when every
+        table already covers ``num_tokens`` tokens and, with caching, no block becomes full among the
+        first ``num_cacheable_tokens`` tokens. Most decode steps are like this (15 of 16 at block
+        size 16), so the simulator skips the general path for them.
+        """
+        if not self.all_full_attention:
+            return False
+        for m in self.managers:
+            table = m.req_to_blocks.get(request_id)
+            num_cached = m.num_cached_block.get(request_id)
+            if table is None or num_cached is None:
+                return False  # not running yet: the general path adopts hits and allocates
+            if -(-num_tokens // m.block_size) > len(table):
+                return False
+            if self.enable_caching and num_cacheable_tokens // m.block_size > num_cached:
+                return False
+        return True
+
     def pool_needs(self, per_group: Sequence[int]) -> list[int]:
         """Sum ``per_group`` blocks by pool."""
         needs = [0] * len(self.pools)
@@ -123,6 +146,21 @@ class KVCacheCoordinator:
             m.cache_blocks(
                 request_id, group_block_hashes(block_hashes, m.block_size // self.hash_block_size), num_tokens
             )
+
+    def new_step_starts(self) -> None:
+        """Tell the managers a scheduling step begins (state groups forget this step's cached pages)."""
+        for m in self.managers:
+            if hasattr(m, "new_step_starts"):
+                m.new_step_starts()
+
+    def hit_cached_this_step(self, new_computed_blocks: Sequence[Sequence[KVCacheBlock]]) -> bool:
+        """True when a state group's hit was cached during the step being scheduled: its contents are
+        not written yet, so the request waits one step (as vLLM's ``MambaManager`` makes it)."""
+        return any(
+            m.hit_cached_this_step(hits)
+            for m, hits in zip(self.managers, new_computed_blocks, strict=True)
+            if hasattr(m, "hit_cached_this_step")
+        )
 
     def remove_skipped_blocks(self, request_id: str, num_computed_tokens: int) -> None:
         for m in self.managers:

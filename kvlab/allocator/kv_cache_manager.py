@@ -214,20 +214,30 @@ class KVCacheManager:
         if num_new_tokens == 0 and num_new_computed_tokens == 0:
             raise ValueError("allocate_slots needs num_new_tokens > 0 or prefix-hit tokens to adopt")
         managers = self.coordinator.managers
-        hits = new_computed_blocks or [[] for _ in managers]
         rid = request.request_id
         total = min(request.num_computed_tokens + num_new_computed_tokens, self.max_model_len)
+        need_tokens = min(total + num_new_tokens + num_lookahead_tokens, self.max_model_len)
+        if (
+            not full_sequence_must_fit
+            and not num_new_computed_tokens
+            and not (new_computed_blocks and any(new_computed_blocks))
+            and self.coordinator.holds_room_for(
+                rid, need_tokens, min(total + num_new_tokens, request.num_tokens)
+            )
+        ):
+            return [[] for _ in managers]  # the same result as the general path below, much faster
+        hits = new_computed_blocks or [[] for _ in managers]
 
         if full_sequence_must_fit:
             per_group = self.admission_need(request, hits, num_new_computed_tokens)
             needs = self.coordinator.pool_needs(per_group)
             free = [p.get_num_free_blocks() for p in self.pools]
             ok = all(n <= f for n, f in zip(needs, free, strict=True))
+            ok = ok and not self.coordinator.hit_cached_this_step(hits)
             self.last_gate = GateCheck(rid, self.policy.name, tuple(per_group), tuple(needs), tuple(free), ok)
             if not ok:
                 return None
 
-        need_tokens = min(total + num_new_tokens + num_lookahead_tokens, self.max_model_len)
         processed = total - (num_in_flight_tokens if self.skip_on == "processed" else 0)
         self.coordinator.remove_skipped_blocks(rid, processed)
         per_group = self.coordinator.get_num_blocks_to_allocate(rid, need_tokens, hits, total)
@@ -241,6 +251,10 @@ class KVCacheManager:
                 rid, request.block_hashes, min(total + num_new_tokens, request.num_tokens)
             )
         return new_blocks
+
+    def new_step_starts(self) -> None:
+        """Call at the start of every scheduling step."""
+        self.coordinator.new_step_starts()
 
     def free(self, request: KVRequest | str) -> None:
         """Release every block of the request (finished or preempted)."""

@@ -2,9 +2,9 @@
 
 vLLM's ``MambaManager`` gives a request its state pages once, when it is first scheduled (one page,
 plus one per speculative token; two in ``"align"`` mode), whatever its length, and frees them when it
-finishes. kvlab simulates the modes without state prefix caching: a state group never reports a
-prefix hit, so a hybrid model's requests are recomputed from the start (the hit length is the
-minimum over groups).
+finishes. Without state prefix caching (``"none"``) a state group never reports a prefix hit, so a
+hybrid model's requests are recomputed from the start (the hit length is the minimum over groups);
+``"align"`` mode caches states at block boundaries (:mod:`kvlab.allocator.state_align`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ class StateManager(SingleTypeManager):
     kind = "mamba"
 
     def __init__(self, spec: GroupSpec, pool: BlockPool, group_id: int, enable_caching: bool = True) -> None:
-        if spec.mamba_cache_mode == "all":
-            raise ValueError("the simulator does not model mamba_cache_mode='all' (a state page per block)")
+        if spec.mamba_cache_mode != "none":
+            raise ValueError(
+                f"StateManager serves mamba_cache_mode='none'; got {spec.mamba_cache_mode!r} (use "
+                "state_manager_class)"
+            )
         super().__init__(spec, pool, group_id, enable_caching)
         self.pages = spec.max_blocks_per_request(0, 0)
 
@@ -71,3 +74,18 @@ class StateManager(SingleTypeManager):
     @classmethod
     def find_longest_cache_hit(cls, block_hashes, max_length, group_ids, pool, spec):
         return [[] for _ in group_ids]
+
+
+def state_manager_class(spec: GroupSpec) -> type[SingleTypeManager]:
+    """The manager of a state group for its ``mamba_cache_mode``.
+
+    Raises:
+        ValueError: ``"all"`` (a state page per block), which the simulator does not model.
+    """
+    if spec.mamba_cache_mode == "all":
+        raise ValueError("the simulator does not model mamba_cache_mode='all' (a state page per block)")
+    if spec.mamba_cache_mode == "align":
+        from kvlab.allocator.state_align import AlignedStateManager
+
+        return AlignedStateManager
+    return StateManager

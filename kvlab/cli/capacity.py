@@ -30,6 +30,7 @@ def memory_from_gpu(args: argparse.Namespace) -> GPUMemoryEstimate | None:
         args.gpu_memory_utilization,
         args.tensor_parallel_size,
         args.max_num_batched_tokens,
+        args.pipeline_parallel_size,
     )
     args.kv_cache_memory = est.kv_cache_bytes
     return est
@@ -79,13 +80,19 @@ def run(args: argparse.Namespace) -> int:
                     "kv_cache_memory_bytes": config.kv_cache_memory,
                     "kv_cache_memory_source": "estimate" if estimate else "given",
                     "kv_cache_memory_estimate": estimate.describe() if estimate else None,
+                    "pipeline_stages": [
+                        {"stage": st.index, "num_layers": len(st.layer_names),
+                         "bytes_per_block": st.bytes_per_block, "blocks_fit": st.blocks_fit}
+                        for st in plan.stages
+                    ],
                 },
                 indent=2,
             )
         )
         return 0
     print(
-        f"{config.model_kv.name}  TP={config.tensor_parallel_size}  kv_cache_dtype={config.kv_cache_dtype}  "
+        f"{config.model_kv.name}  TP={config.tensor_parallel_size}  PP={config.pipeline_parallel_size}  "
+        f"kv_cache_dtype={config.kv_cache_dtype}  "
         f"profile={plan.profile.name}  max_model_len={plan.max_model_len:,}"
     )
     print_table(
@@ -104,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
     )
     source = estimate.describe() if estimate else "given (exact: as a vLLM log's 'Available KV cache memory')"
     print(f"KV-cache memory      {config.kv_cache_memory / 2**30:.2f} GiB per GPU, {source}")
-    print(f"bytes per block      {plan.bytes_per_block:,}")
+    for st in plan.stages:
+        print(f"pipeline stage {st.index:<5} {len(st.layer_names)} layers with a cache, "
+              f"{st.bytes_per_block:,} B per block, {st.blocks_fit:,} blocks fit")
+    print(f"bytes per block      {plan.bytes_per_block:,}" + (" (tightest stage)" if plan.stages else ""))
     print(f"num_blocks           {plan.num_blocks:,} (block 0 is the null block)")
     print(f"blocks per request   {plan.blocks_per_max_request:,} (max_model_len={plan.max_model_len:,})")
     print(f"max concurrency      {plan.max_concurrency:.2f}")

@@ -63,6 +63,15 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tensor-parallel-size", "-tp", type=int, default=1, help="GPUs the KV heads are split over"
     )
+    p.add_argument(
+        "--pipeline-parallel-size", "-pp", type=int, default=1,
+        help="pipeline stages the layers are split over, as vLLM splits them (default 1); "
+        "--kv-cache-memory is then the memory of one GPU of each stage",
+    )
+    p.add_argument(
+        "--pp-layer-partition", default=None, metavar="N,N,...",
+        help="layers per pipeline stage, like vLLM's VLLM_PP_LAYER_PARTITION (e.g. 16,32)",
+    )
     p.add_argument("--profile", default="vllm-0.33", choices=PROFILE_NAMES, help="vLLM version imitated")
     p.add_argument(
         "--policy", default=None, choices=POLICY_NAMES, help="admission policy (default: the profile's own)"
@@ -130,6 +139,8 @@ def _engine_config(args: argparse.Namespace, max_len: int | None) -> EngineConfi
         speculative_config=getattr(args, "speculative_config", None),
         mamba_cache_mode=getattr(args, "mamba_cache_mode", "none"),
         decode_context_parallel_size=getattr(args, "decode_context_parallel_size", 1),
+        pipeline_parallel_size=getattr(args, "pipeline_parallel_size", 1),
+        pipeline_layer_partition=getattr(args, "pp_layer_partition", None),
     )
 
 

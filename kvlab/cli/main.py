@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code = int(args.func(args) or 0)
-    except ValueError as exc:
+    except (ValueError, NotImplementedError) as exc:  # NotImplementedError: what vLLM's profile refuses too
         print(f"kvlab {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

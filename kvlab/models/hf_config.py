@@ -4,7 +4,8 @@ Handled: a nested ``text_config`` (multimodal wrappers); the layer layout of
 :mod:`kvlab.models.hf_layers` (full, sliding, chunked, gated DeltaNet, Mamba-1/2 layers);
 ``head_dim`` absent or null → ``hidden_size // num_attention_heads``; ``head_dim`` /
 ``num_key_value_heads`` given as per-layer lists; full-attention layers with ``global_head_dim`` and,
-when ``attention_k_eq_v`` is true, ``num_global_key_value_heads`` (Gemma 4: K and V are both cached);
+when ``attention_k_eq_v`` is true, ``num_global_key_value_heads`` (Gemma 4: K and V are both cached,
+as ``vllm/model_executor/models/gemma4.py`` does: the flag ties weights, not storage);
 MLA (``kv_lora_rank`` + ``qk_rope_head_dim``, one latent head, not split by TP) with DeepSeek V3.2's
 indexer keys (``index_head_dim``); ``num_kv_shared_layers`` (the last layers reuse the cache of the
 last earlier layer of the same kind); MTP modules (``num_nextn_predict_layers`` /
@@ -33,6 +34,10 @@ _DTYPES = {
     "float": "float32",
 }
 
+#: Most layers a config may declare. Published models have at most a few hundred; the bound keeps a
+#: typo (or a float such as 4.1e16) from building one Python object per layer until memory runs out.
+MAX_LAYERS = 10_000
+
 
 def _field(cfg: dict[str, Any], key: str, why: str, source: str) -> Any:
     value = cfg.get(key)
@@ -47,6 +52,21 @@ def _per_layer(value: Any, num_layers: int, key: str, source: str) -> list:
             raise ValueError(f"{source}: {key!r} lists {len(value)} values for {num_layers} layers")
         return value
     return [value] * num_layers
+
+
+def _layer_count(value: Any, key: str, where: str, minimum: int) -> int:
+    """A count of layers: a JSON integer from ``minimum`` to :data:`MAX_LAYERS`, else one clear error."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_LAYERS:
+        raise ValueError(
+            f"{where}: {key} must be an integer from {minimum} to {MAX_LAYERS:,} (layers), got {value!r}"
+        )
+    return value
+
+
+def _mtp_layers(cfg: dict[str, Any], where: str) -> int:
+    """MTP modules shipped with the model (0 when neither field is set)."""
+    key = "num_nextn_predict_layers" if cfg.get("num_nextn_predict_layers") else "mtp_num_hidden_layers"
+    return _layer_count(cfg.get(key) or 0, key, where, minimum=0)
 
 
 def read_config_json(path: str | Path) -> dict[str, Any]:
@@ -99,9 +119,7 @@ def _model_from_dict(config: dict[str, Any], name: str | None, source: str, wher
             f"{where} is missing 'num_hidden_layers': unknown architecture "
             f"(model_type {cfg.get('model_type')!r}); kvlab needs {', '.join(DENSE_FIELDS)}"
         )
-    num_layers = int(cfg["num_hidden_layers"])
-    if num_layers <= 0:
-        raise ValueError(f"{where}: num_hidden_layers must be positive, got {num_layers}")
+    num_layers = _layer_count(cfg["num_hidden_layers"], "num_hidden_layers", where, minimum=1)
     plan = layer_plan(cfg, num_layers, where)
     attention_layers = _attention_layers(cfg, plan, where)
     states = tuple(
@@ -119,9 +137,10 @@ def _model_from_dict(config: dict[str, Any], name: str | None, source: str, wher
         num_parameters=_optional_int(outer, "num_parameters", where),
         num_active_parameters=_optional_int(outer, "num_active_parameters", where),
         state_layers=states,
-        mtp_layers=int(cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers") or 0),
+        mtp_layers=_mtp_layers(cfg, where),
         mamba_chunk_size=int(cfg["mamba_chunk_size"]) if cfg.get("mamba_chunk_size") else None,
         hidden_size=_optional_int(cfg, "hidden_size", where),
+        num_hidden_layers=num_layers,
     )
 
 

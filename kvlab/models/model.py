@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kvlab.models.parallel import check_tensor_parallel, kv_heads_per_gpu
 from kvlab.models.state_layers import StateLayerKV
 from kvlab.sizing.mla_spec import MLAAttentionSpec
+from kvlab.sizing.pipeline import layer_index
 from kvlab.sizing.specs import (
     MODEL_DTYPES,
     AttentionSpec,
@@ -143,6 +144,8 @@ class ModelKV:
         mamba_chunk_size: the state kernel's chunk (tokens), used to align blocks in ``"align"`` mode.
         hidden_size: the residual width (elements), ``None`` = unknown (MLA and hybrid models'
             width is not query heads × head size).
+        num_hidden_layers: decoder layers, attention, state and MLP-only ones alike (what pipeline
+            parallelism splits); ``None`` = one more than the highest ``layers.N`` index.
     """
 
     name: str
@@ -157,9 +160,11 @@ class ModelKV:
     mtp_layers: int = 0
     mamba_chunk_size: int | None = None
     hidden_size: int | None = None
+    num_hidden_layers: int | None = None
 
     def __post_init__(self) -> None:
-        for field in ("num_attention_heads", "num_parameters", "num_active_parameters", "hidden_size"):
+        for field in ("num_attention_heads", "num_parameters", "num_active_parameters", "hidden_size",
+                      "num_hidden_layers"):
             if getattr(self, field) is not None:
                 require_positive_int(getattr(self, field), f"{field} of model {self.name!r}")
         if (
@@ -306,6 +311,15 @@ class ModelKV:
             one_token, block_size, tensor_parallel_size, mamba_cache_mode, mamba_chunk_size,
             block_alignment, num_speculative_tokens,
         )
+
+    @property
+    def decoder_layers(self) -> int:
+        """Decoder layers pipeline parallelism splits: ``num_hidden_layers``, or one more than the
+        highest ``layers.N`` index when the model does not say."""
+        if self.num_hidden_layers is not None:
+            return self.num_hidden_layers
+        indices = [layer_index(x.name) for x in (*self.layers, *self.state_layers)]
+        return max((i for i in indices if i is not None), default=-1) + 1 or len(self.layers)
 
     @property
     def num_kv_shared_layers(self) -> int:

@@ -75,19 +75,29 @@ def validation_figure(rows: Sequence[Mapping], variant: str = "fitted_gemm") -> 
     )
 
 
-def latency_figure(series: Mapping[str, Sequence[float]], *, what: str = "TPOT") -> go.Figure:
-    """Box plots of a latency (ms) per configuration, e.g. ``{"bfloat16": tpots_ms, …}``."""
+def latency_figure(
+    series: Mapping[str, Sequence[float]], *, what: str = "TPOT", colors: Mapping[str, str] | None = None
+) -> go.Figure:
+    """Box plots of a latency (ms) per configuration, e.g. ``{"bfloat16": tpots_ms, …}``; ``colors``
+    overrides a configuration's colour (default: its scheme colour)."""
     traces = [
         go.Box(
             y=column(list(v)),
             name=name,
             boxpoints=False,
-            marker=dict(color=scheme_color(name)),
+            marker=dict(color=(colors or {}).get(name) or scheme_color(name)),
             hovertemplate=f"{name}<br>{what} %{{y:,.2f}} ms<extra></extra>",
         )
         for name, v in series.items()
     ]
-    return figure(traces, f"{what} per configuration", "configuration", f"{what} (ms)", height=360)
+    return figure(
+        traces,
+        f"{what} per configuration",
+        "configuration",
+        f"{what} (ms)",
+        height=360,
+        xaxis=dict(type="category"),
+    )
 
 
 def timeline_figure(

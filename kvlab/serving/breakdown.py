@@ -41,16 +41,20 @@ def request_bytes(config: EngineConfig) -> RequestBytes:
     Each group holds ``blocks_per_request`` blocks; a block costs each member layer one page, so a
     group's bytes are split between its model and draft layers by layer count. Example: Llama 3.1
     8B with one EAGLE layer, L = 8,192, block 16: 512 blocks × 33 layers × 65,536 B; 32/33 of it is
-    attention, 1/33 draft.
+    attention, 1/33 draft. With pipeline parallelism only the layers of the tightest stage (the GPU
+    that sets the block count) are counted.
     """
     plan = config.plan()
     totals = dict.fromkeys(CATEGORIES, 0)
+    tightest = max(plan.stages, key=lambda s: s.bytes_per_block) if plan.stages else None
     for group, blocks in zip(plan.config.groups, plan.blocks_per_request, strict=True):
         if isinstance(group.spec, UniformTypeSpecs):
             pages = {name: spec.page_size_bytes for name, spec in group.spec.specs}
         else:
             pages = dict.fromkeys(group.layer_names, group.spec.page_size_bytes)
         for name, page in pages.items():
+            if tightest is not None and name not in tightest.layer_names:
+                continue
             if isinstance(group.spec, MambaSpec):
                 key = "state"
             elif name.startswith("draft."):

@@ -17,6 +17,7 @@ from kvlab.simulator.scheduler import SchedulerConfig
 from kvlab.sizing.capacity import KVCacheConfig, KVCachePlan, plan_kv_cache
 from kvlab.sizing.memory_units import parse_memory
 from kvlab.sizing.mla_spec import MLA_ELEMENT_BYTES
+from kvlab.sizing.pipeline import parse_layer_partition, pipeline_stage_layers
 from kvlab.sizing.profiles import Profile, get_profile
 from kvlab.sizing.state_spec import MAMBA_CACHE_MODES
 from kvlab.sizing.state_unification import HybridBlockChoice
@@ -49,6 +50,10 @@ class EngineConfig:
         mamba_cache_mode: state prefix caching of hybrid models: ``"none"``, ``"align"`` or ``"all"``.
         decode_context_parallel_size: GPUs of the TP group a request's tokens are spread over
             (``--decode-context-parallel-size``; full-attention and MLA models).
+        pipeline_parallel_size: pipeline stages the decoder layers are split over
+            (``--pipeline-parallel-size``); ``kv_cache_memory`` is then the memory of one GPU of each stage.
+        pipeline_layer_partition: layers per stage (``VLLM_PP_LAYER_PARTITION``, e.g. ``"16,32"`` or
+            ``(16, 32)``); ``None`` = vLLM's even split.
     """
 
     model: str | Path | ModelKV
@@ -68,6 +73,8 @@ class EngineConfig:
     speculative_config: SpeculativeConfig | dict | str | None = None
     mamba_cache_mode: str = "none"
     decode_context_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    pipeline_layer_partition: tuple[int, ...] | str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kv_cache_memory", parse_memory(self.kv_cache_memory, "kv_cache_memory"))
@@ -82,6 +89,10 @@ class EngineConfig:
         require_positive_int(self.max_num_batched_tokens, "max_num_batched_tokens")
         require_positive_int(self.max_num_seqs, "max_num_seqs")
         require_positive_int(self.tensor_parallel_size, "tensor_parallel_size")
+        require_positive_int(self.pipeline_parallel_size, "pipeline_parallel_size")
+        if self.pipeline_layer_partition is not None:
+            object.__setattr__(self, "pipeline_layer_partition", parse_layer_partition(
+                self.pipeline_layer_partition))
         if self.max_model_len is not None and self.max_model_len != -1:
             require_positive_int(self.max_model_len, "max_model_len (or -1 to auto-fit)")
         if self.num_gpu_blocks_override is not None:
@@ -154,6 +165,15 @@ class EngineConfig:
             decode_context_parallel_size=self.decode_context_parallel_size,
         )
 
+    def pipeline_stages(self) -> tuple[tuple[str, ...], ...] | None:
+        """Each pipeline stage's layers with a cache or state (``None`` without pipeline parallelism).
+
+        Raises:
+            ValueError: a layer partition vLLM refuses, or a stage left without such layers.
+        """
+        return pipeline_stage_layers(tuple(self.layer_specs()), self.model_kv.decoder_layers,
+                                     self.pipeline_parallel_size, self.pipeline_layer_partition)
+
     def hybrid_block_choice(self) -> HybridBlockChoice | None:
         """For a hybrid state model: the raised block size, the padding and vLLM's lines about them."""
         return self.model_kv.hybrid_block_choice(
@@ -177,6 +197,11 @@ class EngineConfig:
         """The pools the allocator uses: vLLM's shared pool, or one per window for ``trtllm``."""
         plan = self.plan()
         if self.resolved_policy.pool_layout == "per_window":
+            if self.pipeline_parallel_size > 1:
+                raise ValueError(
+                    "the trtllm policy's per-window pools are not modelled with pipeline parallelism "
+                    "(pipeline_parallel_size > 1); use a vLLM policy"
+                )
             return plan_window_pools(self.layer_specs(), self.kv_cache_memory, plan.max_model_len)
         return plan.config
 
@@ -211,7 +236,18 @@ class EngineConfig:
             max_model_len=self.plan().max_model_len,
             async_scheduling=self.resolved_async_scheduling,
             num_lookahead_tokens=self.num_lookahead_tokens,
+            mamba_align_block_size=self._mamba_align_block_size(),
         )
+
+    def _mamba_align_block_size(self) -> int | None:
+        """The state groups' block size when states are prefix-cached in ``"align"`` mode."""
+        if self.mamba_cache_mode != "align" or not self.enable_prefix_caching:
+            return None
+        block = max((g.block_size for g in self.plan().config.groups if g.kind == "mamba"), default=None)
+        if block is not None and block > self.max_num_batched_tokens:
+            raise ValueError(f"mamba_cache_mode='align' needs max_num_batched_tokens >= the block size "
+                             f"({block} tokens): chunks are cut to whole blocks")
+        return block
 
 
 _PLANS: dict[tuple, KVCachePlan] = {}
@@ -233,6 +269,8 @@ def _plan(config: EngineConfig) -> KVCachePlan:
         config.speculative_config,
         config.mamba_cache_mode,
         config.decode_context_parallel_size,
+        config.pipeline_parallel_size,
+        config.pipeline_layer_partition,
     )
     plan = _PLANS.get(key)
     if plan is None:
@@ -248,6 +286,7 @@ def _plan(config: EngineConfig) -> KVCachePlan:
             profile=config.resolved_profile,
             disable_hybrid=config.disable_hybrid_kv_cache_manager,
             num_gpu_blocks_override=config.num_gpu_blocks_override,
+            stages=config.pipeline_stages(),
         )
         if len(_PLANS) > 64:
             _PLANS.clear()

@@ -100,7 +100,7 @@ def predict_from_logged_memory(config: EngineConfig, available_gib: float) -> Lo
     fit = plan.profile.reserve_null_block_in_fit
     estimates = tuple(
         estimate_max_model_len(plan.grouping, m - (per_block if fit else 0), plan.max_model_len,
-                               plan.in_flight_tokens)
+                               plan.in_flight_tokens, per_block)
         for m in (lo, hi)
     )
     return LoggedPrediction(**{**pred.__dict__, "max_model_len_estimates": estimates})

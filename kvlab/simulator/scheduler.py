@@ -31,6 +31,8 @@ class SchedulerConfig:
         async_scheduling: frees of finished requests lag one step.
         num_lookahead_tokens: speculative slots allocated beyond the verified tokens at every
             step (``num_speculative_tokens``; 0 without speculative decoding).
+        mamba_align_block_size: with state prefix caching in ``"align"`` mode, the block size
+            (tokens) chunks are aligned to (:meth:`Scheduler.align_chunk`); ``None`` otherwise.
     """
 
     max_num_batched_tokens: int
@@ -38,9 +40,12 @@ class SchedulerConfig:
     max_model_len: int
     async_scheduling: bool = False
     num_lookahead_tokens: int = 0
+    mamba_align_block_size: int | None = None
 
     def __post_init__(self) -> None:
         require_positive_int(self.max_num_batched_tokens, "max_num_batched_tokens")
+        if self.mamba_align_block_size is not None:
+            require_positive_int(self.mamba_align_block_size, "mamba_align_block_size")
         require_positive_int(self.max_num_seqs, "max_num_seqs")
         require_positive_int(self.max_model_len, "max_model_len")
 
@@ -84,12 +89,31 @@ class Scheduler:
         self.waiting.appendleft(req)
         record.preempted.append(req.request_id)
 
+    def align_chunk(self, req: SimRequest, start: int, n: int) -> int:
+        """Shorten a chunk of ``n`` tokens from ``start`` so that states land on block boundaries.
+
+        vLLM's block-aligned split (state prefix caching, ``"align"``): a chunk that stops before the
+        last block boundary of the known tokens is cut to whole blocks (0 when less than a block
+        fits); a chunk that crosses that boundary stops at it, so that the state there is cached.
+        Example (block 16, 100 tokens, budget 8192): 96 tokens, then 4.
+        """
+        block = self.config.mamba_align_block_size
+        if block is None:
+            return n
+        boundary = req.num_tokens - req.num_tokens % block
+        if start + n < boundary:
+            return n // block * block
+        if start < boundary < start + n:
+            return boundary - start
+        return n
+
     def _stall(self, step: int, req: SimRequest, need: int, pool: int, reason: str) -> None:
         self.stall = StallReport(step, req.request_id, need, pool, reason)
 
     def step(self, record: StepRecord) -> None:
         """Schedule one step and apply its results to ``record``."""
         cfg, manager = self.config, self.manager
+        manager.new_step_starts()
         budget = cfg.max_num_batched_tokens
         scheduled: dict[str, int] = record.scheduled
 
@@ -105,6 +129,7 @@ class Scheduler:
                 budget,
                 cfg.max_model_len - req.num_computed_tokens,
             )
+            n = self.align_chunk(req, req.num_computed_tokens, n)
             if n <= 0:
                 i += 1
                 continue
@@ -133,7 +158,9 @@ class Scheduler:
             while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
                 req = self.waiting[0]
                 hits, hit_tokens = manager.get_computed_blocks(req)
-                n = min(req.num_tokens - hit_tokens, budget)
+                n = self.align_chunk(req, hit_tokens, min(req.num_tokens - hit_tokens, budget))
+                if n <= 0:
+                    break
                 new = manager.allocate_slots(
                     req,
                     n,

@@ -1,16 +1,19 @@
 """How many blocks fit, how many a request needs, and what vLLM logs about it (spec §2.1, §2.3–2.5).
 
 All memory is per GPU (per worker); with tensor parallelism every worker holds the same layers with
-its share of the KV heads, so the minimum over workers is the common value.
+its share of the KV heads, so the minimum over workers is the common value. With pipeline
+parallelism each stage holds some of the layers: one block id costs each stage only its own layers'
+pages, and the pool has as many blocks as the tightest stage holds (:mod:`kvlab.sizing.pipeline`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kvlab.sizing.grouping import Grouping, KVCacheGroup, group_layers
 from kvlab.sizing.memory_units import format_gib
+from kvlab.sizing.pipeline import PipelineStage, plan_stages
 from kvlab.sizing.profiles import Profile, get_profile
 from kvlab.sizing.specs import AttentionSpec, UniformTypeSpecs
 from kvlab.validation import require_positive_int
@@ -78,15 +81,21 @@ def blocks_per_request(
     return [g.spec.max_blocks_per_request(max_model_len, in_flight_tokens) for g in groups]
 
 
-def needed_bytes(grouping: Grouping, max_model_len: int, in_flight_tokens: int) -> int:
-    """Bytes one ``max_model_len`` request needs: ``bytes_per_block × R``."""
-    return bytes_per_block(grouping) * sum(
-        blocks_per_request(grouping.groups, max_model_len, in_flight_tokens)
-    )
+def needed_bytes(
+    grouping: Grouping, max_model_len: int, in_flight_tokens: int, per_block: int | None = None
+) -> int:
+    """Bytes one ``max_model_len`` request needs: ``bytes_per_block × R`` (``per_block``: the bytes
+    per block id of the tightest pipeline stage; default the whole model's)."""
+    block = bytes_per_block(grouping) if per_block is None else per_block
+    return block * sum(blocks_per_request(grouping.groups, max_model_len, in_flight_tokens))
 
 
 def estimate_max_model_len(
-    grouping: Grouping, available_bytes: int, max_model_len: int, in_flight_tokens: int
+    grouping: Grouping,
+    available_bytes: int,
+    max_model_len: int,
+    in_flight_tokens: int,
+    per_block: int | None = None,
 ) -> int:
     """Largest length in ``[1, max_model_len]`` whose request fits in ``available_bytes`` (0 if none).
 
@@ -95,7 +104,7 @@ def estimate_max_model_len(
     lo, hi, best = 1, max_model_len, 0
     while lo <= hi:
         mid = (lo + hi) // 2
-        if needed_bytes(grouping, mid, in_flight_tokens) <= available_bytes:
+        if needed_bytes(grouping, mid, in_flight_tokens, per_block) <= available_bytes:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1
@@ -156,6 +165,7 @@ class KVCachePlan:
         kv_cache_tokens_concurrency: the ≥ v0.21 log value (tokens).
         kv_cache_tokens: the log value of the chosen profile (tokens).
         log_lines: the lines vLLM would print.
+        stages: with pipeline parallelism, each stage's layers, block cost and fit (``()`` without).
     """
 
     config: KVCacheConfig
@@ -171,6 +181,7 @@ class KVCachePlan:
     kv_cache_tokens_concurrency: int
     kv_cache_tokens: int
     log_lines: tuple[str, ...]
+    stages: tuple[PipelineStage, ...] = ()
 
     @property
     def blocks_per_max_request(self) -> int:
@@ -188,6 +199,7 @@ def plan_kv_cache(
     profile: str | Profile = "vllm-0.33",
     disable_hybrid: bool = False,
     num_gpu_blocks_override: int | None = None,
+    stages: Sequence[Collection[str]] | None = None,
 ) -> KVCachePlan:
     """Group the layers, size the pool and run vLLM's startup checks (§2.2–2.5).
 
@@ -200,6 +212,8 @@ def plan_kv_cache(
         profile: the vLLM version to imitate.
         disable_hybrid: promote sliding/chunked layers to full attention.
         num_gpu_blocks_override: use this many blocks whatever the memory.
+        stages: with pipeline parallelism, the layer names of each stage (every layer of ``specs``
+            on exactly one stage); ``available_bytes`` is then the memory of one GPU of each stage.
 
     Raises:
         ValueError: no memory, a request of ``max_model_len`` tokens does not fit (the message gives
@@ -221,6 +235,12 @@ def plan_kv_cache(
     if not grouping.groups:
         raise ValueError("the model has no attention layers, so it has no KV cache to size")
     per_block = bytes_per_block(grouping)
+    stage_plans: tuple[PipelineStage, ...] = ()
+    tensor_grouping = grouping
+    if stages is not None and len(stages) > 1:
+        # the tightest stage (most bytes per block id) sets the fit check and the block count
+        stage_plans, tensor_grouping = plan_stages(grouping, stages, available_bytes)
+        per_block = max(s.bytes_per_block for s in stage_plans)
     if available_bytes < 2 * per_block and num_gpu_blocks_override is None:
         raise ValueError(
             f"{format_gib(available_bytes)} of KV-cache memory holds fewer than 2 blocks of "
@@ -232,7 +252,7 @@ def plan_kv_cache(
     if max_model_len == -1:
         upper = max_position_embeddings or 0
         require_positive_int(upper, "max_position_embeddings (needed to auto-fit max_model_len=-1)")
-        max_model_len = estimate_max_model_len(grouping, fit_bytes, upper, in_flight_tokens)
+        max_model_len = estimate_max_model_len(grouping, fit_bytes, upper, in_flight_tokens, per_block)
         if max_model_len == 0:
             raise ValueError(
                 f"max_model_len=-1 cannot auto-fit: not even a 1-token request fits in "
@@ -240,16 +260,17 @@ def plan_kv_cache(
             )
     require_positive_int(max_model_len, "max_model_len")
 
-    needed = needed_bytes(grouping, max_model_len, in_flight_tokens)
+    needed = needed_bytes(grouping, max_model_len, in_flight_tokens, per_block)
     if needed > fit_bytes:
-        estimate = estimate_max_model_len(grouping, fit_bytes, max_model_len, in_flight_tokens)
+        estimate = estimate_max_model_len(grouping, fit_bytes, max_model_len, in_flight_tokens, per_block)
         hint = (
             f" Based on the available memory, the estimated maximum model length is {estimate}."
             if estimate
             else ""
         )
         raise ValueError(
-            f"a request of max_model_len={max_model_len} tokens needs {format_gib(needed)} of KV cache, more "
+            f"a request of max_model_len={max_model_len} tokens needs {format_gib(needed)} of KV cache"
+            f"{' on the tightest pipeline stage' if stage_plans else ''}, more "
             f"than the {format_gib(fit_bytes)} available.{hint} Increase the KV-cache memory or decrease "
             "max_model_len."
         )
@@ -268,7 +289,7 @@ def plan_kv_cache(
     config = KVCacheConfig(
         groups=grouping.groups,
         pools=(KVCachePool(num_blocks, tuple(range(len(grouping.groups))), per_block),),
-        tensors=classic_tensors(grouping, num_blocks),
+        tensors=classic_tensors(tensor_grouping, num_blocks),
     )
     return KVCachePlan(
         config=config,
@@ -284,4 +305,5 @@ def plan_kv_cache(
         kv_cache_tokens_concurrency=tokens_conc,
         kv_cache_tokens=tokens,
         log_lines=lines + grouping.warnings,
+        stages=stage_plans,
     )

@@ -12,6 +12,7 @@ from kvlab.sizing.gpu_memory import (
     require_utilization,
     weight_bytes,
 )
+from kvlab.validation import require_positive_int
 
 
 def estimate_kv_cache_memory(
@@ -21,18 +22,21 @@ def estimate_kv_cache_memory(
     gpu_memory_utilization: float = 0.9,
     tensor_parallel_size: int = 1,
     max_num_batched_tokens: int = 8192,
+    pipeline_parallel_size: int = 1,
 ) -> GPUMemoryEstimate:
     """The KV-cache memory one GPU of the group has left (an estimate, bytes).
 
     The hidden size of the activation estimate is the model's ``hidden_size`` when its config gives
     one, else query heads × head size (which overstates it for MLA: 128 × 576 for DeepSeek-V3,
-    whose residual is 7,168 wide).
+    whose residual is 7,168 wide). With ``pipeline_parallel_size`` stages each GPU holds
+    ``1 / (tp × pp)`` of the weights.
 
     Raises:
         ValueError: an unknown GPU, utilization outside (0, 1], a model without a parameter count,
             or weights and activations that do not fit (by how much).
     """
     profile = get_gpu(gpu)
+    require_positive_int(pipeline_parallel_size, "pipeline_parallel_size")
     require_utilization(gpu_memory_utilization)
     if model.num_parameters is None:
         raise ValueError(
@@ -43,6 +47,7 @@ def estimate_kv_cache_memory(
     return kv_cache_memory_from_gpu(
         profile.memory_bytes,
         gpu_memory_utilization,
-        weight_bytes(model.num_parameters, weight_dtype, tensor_parallel_size),
+        # pipeline stages each hold about 1/pp of the weights (embeddings and LM head ignored)
+        weight_bytes(model.num_parameters, weight_dtype, tensor_parallel_size * pipeline_parallel_size),
         estimate_activation_bytes(max_num_batched_tokens, hidden, tensor_parallel_size),
     )

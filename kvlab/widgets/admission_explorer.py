@@ -9,6 +9,11 @@ Figures (one panel per policy): ``timeline`` (requests waiting / prefill / decod
 ``blocks`` (blocks in use per group against the pool), ``gate`` (the gate's need vs the free blocks at
 each admission attempt). ``banners`` holds one HTML banner per policy that says whether the run
 finished or stalled, and why.
+
+In seconds: the same workload also runs with every step timed on the chosen ``gpu``
+(:func:`kvlab.widgets.timed_runs.timed_run`): ``throughput`` draws tokens per second over time for
+both policies, ``ttft`` their TTFT distributions, and the ``time`` panel sets wall time, prompt and
+output tokens/s, TTFT and TPOT side by side.
 """
 
 from __future__ import annotations
@@ -22,20 +27,26 @@ from kvlab.admission import POLICY_NAMES
 from kvlab.analysis import (
     blocks_in_use,
     gate_points,
+    latency_samples_ms,
     request_state_spans,
     sliding_window_of,
+    tokens_per_second,
     with_sliding_window,
 )
+from kvlab.hardware import GPU_NAMES
 from kvlab.kvdata import WORKLOAD_NAMES, WORKLOADS, workload
 from kvlab.models import PRESET_NAMES, get_model
 from kvlab.plots.admission import blocks_figure, gate_figure, timeline_figure
-from kvlab.plots.palette import OKABE_ITO
+from kvlab.plots.palette import OKABE_ITO, categorical
+from kvlab.plots.timing import latency_figure
+from kvlab.plots.timing import timeline_figure as time_figure
 from kvlab.quantization import SCHEME_NAMES
 from kvlab.serving import EngineConfig, capacity, simulate
 from kvlab.simulator import SimulationResult
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
 from kvlab.widgets.stale import NumberPanel
+from kvlab.widgets.timed_runs import time_table, timed_run
 
 GIB = 2**30
 WINDOWS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -45,6 +56,8 @@ MAX_MODEL_LENS: tuple[int, ...] = (8192, 16384, 32768, 65536, 131072)
 WINDOWED_MODELS: tuple[str, ...] = tuple(n for n in PRESET_NAMES if get_model(n).count("sliding_window"))
 #: A run stops after this many steps (the presets finish in a few hundred).
 MAX_STEPS = 3000
+#: Width of the windows tokens per second are counted in (seconds).
+THROUGHPUT_WINDOW_S = 0.25
 
 
 def admission_config(
@@ -100,6 +113,7 @@ def build_admission_explorer(
     workload_name: str = "long prompts",
     policy_a: str = "uncapped",
     policy_b: str = "vllm",
+    gpu: str = "h100-sxm",
     debounce_s: float = 0.15,
 ) -> Explorer:
     """Build the admission explorer (see the module docstring).
@@ -115,6 +129,7 @@ def build_admission_explorer(
         profile: the vLLM version imitated (:data:`kvlab.sizing.PROFILE_NAMES`).
         workload_name: one of :data:`kvlab.kvdata.WORKLOAD_NAMES`.
         policy_a, policy_b: the two admission policies compared (:data:`kvlab.admission.POLICY_NAMES`).
+        gpu: the GPU the timed runs use (:data:`kvlab.hardware.GPU_NAMES`).
         debounce_s: quiet time before an update runs (seconds).
     """
     window = sliding_window or sliding_window_of(get_model(model))
@@ -136,12 +151,15 @@ def build_admission_explorer(
                                      description="workload"),
         "policy_a": widgets.Dropdown(options=list(POLICY_NAMES), value=policy_a, description="policy A"),
         "policy_b": widgets.Dropdown(options=list(POLICY_NAMES), value=policy_b, description="policy B"),
+        "gpu": widgets.Dropdown(options=list(GPU_NAMES), value=gpu, description="GPU"),
     }
     for w in c.values():
         labelled(w)
     figures = {"timeline": empty_figure_widget(470), "blocks": empty_figure_widget(430),
-               "gate": empty_figure_widget(430)}
+               "gate": empty_figure_widget(430), "throughput": empty_figure_widget(360),
+               "ttft": empty_figure_widget(360)}
     banners = NumberPanel()
+    time_panel = NumberPanel()
     workload_note = NumberPanel()
 
     def render():
@@ -154,7 +172,7 @@ def build_admission_explorer(
         about = WORKLOADS[v["workload"]][0]
         workload_note.value = (f"<i>{html.escape(v['workload'])}: {html.escape(about)}; "
                                "the same requests under both policies.</i>")
-        results = {}
+        results, timed = {}, {}
         for key in ("policy_a", "policy_b"):
             cfg = admission_config(
                 v["model"], v["sliding_window"], kv_memory_gib=v["kv_memory_gib"],
@@ -169,9 +187,12 @@ def build_admission_explorer(
                 return {}
             label = f"{key[-1].upper()} · {v[key]} ({v['profile']})"
             results[label] = _run(cfg, v["workload"])
+            timed[label] = timed_run(cfg, v["workload"], v["gpu"], MAX_STEPS)
         banners.value = "".join(stall_banner(label, r) for label, r in results.items())
         stalls = {k: r.summary.stalled.step if r.summary.stalled else None for k, r in results.items()}
         explorer.results = results
+        explorer.timed = timed
+        time_panel.value = time_table(timed, v["gpu"])
         stalled = [label for label, s in stalls.items() if s is not None]
         summary = " · ".join(f"{label.split(' (')[0]}: peak {r.summary.peak_blocks_in_use:,} blocks"
                              for label, r in results.items())
@@ -187,19 +208,29 @@ def build_admission_explorer(
             "gate": gate_figure({k: gate_points(r) for k, r in results.items()},
                                 {k: r.timeline[0].pool_size if r.timeline else 0 for k, r in results.items()},
                                 title="Admission gate: blocks asked vs blocks free at each attempt"),
+            "throughput": time_figure(
+                {k: tokens_per_second(r, THROUGHPUT_WINDOW_S) for k, r in timed.items()},
+                what=f"throughput on {v['gpu']}", unit="tokens/s",
+            ),
+            "ttft": latency_figure({k: latency_samples_ms(r)["ttft"] for k, r in timed.items()}, what="TTFT",
+                                   colors={k: categorical(i) for i, k in enumerate(timed)}),
         }
 
-    explorer = Explorer(c, figures, render, panels={"banners": banners, "workload": workload_note},
+    explorer = Explorer(c, figures, render,
+                        panels={"banners": banners, "workload": workload_note, "time": time_panel},
                         debounce_s=debounce_s)
     explorer.banners = banners
+    explorer.time_panel = time_panel
     explorer.results = {}
+    explorer.timed = {}
     explorer.ui = widgets.VBox([
         widgets.HBox([c["model"], c["sliding_window"], c["max_num_batched_tokens"]]),
         widgets.HBox([c["kv_memory_gib"], c["max_model_len"], c["block_size"]]),
         widgets.HBox([c["kv_cache_dtype"], c["profile"], c["workload"]]),
-        widgets.HBox([c["policy_a"], c["policy_b"]]),
+        widgets.HBox([c["policy_a"], c["policy_b"], c["gpu"]]),
         workload_note, explorer.status.widget, banners,
         figures["timeline"], figures["blocks"], figures["gate"],
+        time_panel, figures["throughput"], figures["ttft"],
     ])
     explorer.update()
     return explorer

@@ -25,11 +25,14 @@ from kvlab.plots.style import format_bytes
 from kvlab.plots.tables import html_table
 from kvlab.plots.timing import timeline_figure
 from kvlab.serving import EngineConfig, capacity, simulate
-from kvlab.simulator import SimulationResult, steps_to_seconds
+from kvlab.simulator import SimulationResult
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.admission_explorer import stall_banner
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
 from kvlab.widgets.stale import NumberPanel
+from kvlab.widgets.timed_runs import SECONDS_PER_STEP, timed_run
+
+__all__ = ["DASHBOARD_DTYPES", "SECONDS_PER_STEP", "build_serving_dashboard"]
 
 GIB = 2**30
 #: The KV dtypes compared (one per distinct storage cost).
@@ -39,16 +42,6 @@ DASHBOARD_DTYPES: tuple[str, ...] = ("auto", "fp8", "int8_per_token_head", "fp8_
 @lru_cache(maxsize=16)
 def _run(config: EngineConfig, workload_name: str) -> SimulationResult:
     return simulate(config, workload(workload_name, config.max_model_len or 0), max_steps=5000)
-
-
-#: Arrivals of the step-based workloads, in seconds per step, for the timed run.
-SECONDS_PER_STEP = 0.05
-
-
-@lru_cache(maxsize=16)
-def _timed_run(config: EngineConfig, workload_name: str, gpu: str) -> SimulationResult:
-    requests = steps_to_seconds(workload(workload_name, config.max_model_len or 0), SECONDS_PER_STEP)
-    return simulate(config, requests, max_steps=5000, gpu=gpu)
 
 
 def build_serving_dashboard(
@@ -131,7 +124,7 @@ def build_serving_dashboard(
                 ["finished / rejected / unfinished", f"{s.finished} / {s.rejected} / {s.unfinished}"],
                 ["preemptions", f"{s.preemptions}"],
                 ["peak running / peak blocks", f"{s.peak_running} / {s.peak_blocks_in_use:,}"]]
-        timed = _timed_run(cfg, c["workload"].value, c["gpu"].value)
+        timed = timed_run(cfg, c["workload"].value, c["gpu"].value, 5000)
         if timed.metrics is not None and timed.metrics.finished:
             m = timed.metrics
             rows += [[f"wall time on {c['gpu'].value} (model)", f"{m.wall_time_s:.2f} s"],

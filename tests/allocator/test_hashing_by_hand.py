@@ -5,8 +5,16 @@ from __future__ import annotations
 import hashlib
 import pickle
 
+import pytest
+
 from kvlab.allocator import KVCacheManager, TokenRequest
-from kvlab.allocator.hashing import NONE_HASH, hash_block_tokens, hash_token_blocks
+from kvlab.allocator.hashing import (
+    NONE_HASH,
+    GroupBlockHashes,
+    group_block_hashes,
+    hash_block_tokens,
+    hash_token_blocks,
+)
 from kvlab.sizing import FullAttentionSpec, KVCacheConfig, KVCacheGroup, KVCachePool
 
 
@@ -54,3 +62,38 @@ def test_a_different_first_block_gets_no_prefix_hit_on_the_second():
     z = TokenRequest("z", [1, 2, 3, 4, 5, 6, 7, 8, 1], hash_block_size=4)
     assert manager.get_computed_blocks(y)[1] == 0
     assert manager.get_computed_blocks(z)[1] == 8
+
+
+# -- a group whose blocks span several hash blocks -----------------------------------------------------
+# Hash blocks of 4 tokens, group blocks of 8: ratio 2. Five hashes h0..h4 (20 tokens) give two whole
+# group blocks, (h0, h1) and (h2, h3); h4 is half a group block and has no key yet.
+H = [bytes([i]) * 4 for i in range(5)]
+
+
+def test_a_group_block_is_keyed_by_the_hashes_it_spans():
+    view = group_block_hashes(H, 2)
+    assert len(view) == 2
+    assert view[0] == (H[0], H[1])
+    assert view[1] == (H[2], H[3])
+    assert view[-1] == (H[2], H[3]) and view[-2] == (H[0], H[1])
+    assert view[0:2] == [(H[0], H[1]), (H[2], H[3])]
+    assert view[1:] == [(H[2], H[3])]
+    assert view[::-1] == [(H[2], H[3]), (H[0], H[1])]
+
+
+def test_a_group_block_past_the_whole_ones_has_no_key():
+    """Index 2 would need h4 and h5; index -3 is before the first block."""
+    view = group_block_hashes(H, 2)
+    for bad in (2, 3, -3):
+        with pytest.raises(IndexError):
+            view[bad]
+
+
+def test_ratios_one_and_three():
+    """Ratio 1 is the hash list itself (no copy); ratio 3 has one whole group block, (h0, h1, h2)."""
+    assert group_block_hashes(H, 1) is H
+    view = group_block_hashes(H, 3)
+    assert isinstance(view, GroupBlockHashes)
+    assert len(view) == 1 and view[0] == (H[0], H[1], H[2]) and view[-1] == (H[0], H[1], H[2])
+    assert list(view) == [(H[0], H[1], H[2])]
+    assert view.hashes is H and view.ratio == 3

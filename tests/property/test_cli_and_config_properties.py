@@ -131,3 +131,16 @@ def test_a_valid_config_file_loads():
     model = model_from_hf_config(json.loads(json.dumps(_BASE)))
     assert len(model.layers) == 4
     assert all(layer.num_kv_heads == 2 and layer.head_size == 64 for layer in model.layers)
+
+
+def test_a_page_size_the_profile_cannot_unify_is_one_clear_error(capsys):
+    """Found by a random run: Gemma 4 31B at TP 8 with int8 per-token-head and 24-token blocks gives
+    sliding pages of 24,768 B beside full pages of 24,960 B; vllm-0.21 cannot unify them (a newer
+    profile pads), which used to escape the CLI as a NotImplementedError traceback."""
+    argv = ["simulate", "--model", "gemma-4-31b", "--block-size", "24", "-tp", "8",
+            "--kv-cache-dtype", "int8_per_token_head", "--profile", "vllm-0.21",
+            "--num-requests", "1", "--prompt-tokens", "100", "--output-tokens", "4", "--json"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("kvlab simulate: error: layer 'layers.5' has a page of 24768 B that does not divide the "
+                   "largest page (24960 B); this profile cannot unify the page sizes (a newer one pads them)")
