@@ -24,6 +24,7 @@ import plotly.graph_objects as go
 from kvlab.plots.style import unvalidated_figures
 from kvlab.widgets.debounce import Debouncer
 from kvlab.widgets.figure_sync import sync_figure
+from kvlab.widgets.plotly_bundle import SharedBundleFigureWidget
 from kvlab.widgets.stale import clear_panel, mark_figure_stale
 from kvlab.widgets.status import StatusLine
 
@@ -214,7 +215,7 @@ def empty_figure_widget(height: int = 360, width: int = FIGURE_WIDTH) -> go.Figu
     """A blank ``FigureWidget`` (``width`` × ``height`` pixels) that an explorer fills on its first update."""
     from kvlab.plots.style import base_layout
 
-    return go.FigureWidget(layout=base_layout("", height=height, width=width))
+    return SharedBundleFigureWidget(layout=base_layout("", height=height, width=width))
 
 
 def labelled(control: widgets.Widget, width: str = "340px") -> widgets.Widget:

@@ -42,7 +42,7 @@ def test_lesson_05_window_16384_marks_every_figure_and_clears_the_numbers():
     assert panel_is_stale(explorer.panels["banners"])
     visible = html.unescape(re.sub(r"<[^>]+>", "", explorer.panels["banners"].value))
     assert not re.search(r"\d", visible)  # no number left on screen
-    assert explorer.stale == {"timeline", "blocks", "gate", "banners"}
+    assert explorer.stale == {"timeline", "blocks", "gate", "banners", "time", "throughput", "ttft"}
 
     explorer.controls["sliding_window"].value = 2048
     fresh = build_admission_explorer(sliding_window=2048, debounce_s=0)
