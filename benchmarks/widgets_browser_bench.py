@@ -72,7 +72,7 @@ CHANGE_JS = """([label, option]) => {
     d => d.querySelector('.widget-label') && d.querySelector('.widget-label').textContent.trim() === label);
   if (boxes.length !== 1) return {error: `${boxes.length} dropdowns labelled ${label}`};
   const select = boxes[0].querySelector('select');
-  const index = [...select.options].findIndex(o => o.textContent.trim() === option);
+  const index = [...select.options].findIndex(o => o.textContent.replace(/\u00a0/g, ' ').trim() === option);
   if (index < 0) return {error: `no option ${option} in ${label}`};
   window.__kvlabDraws = [];
   const t0 = performance.now();

@@ -62,16 +62,37 @@ export default {
 
 #: Module of every figure: plotly's own widget, once the shared bundle is there. Both modules are
 #: factories, as plotly's is: anywidget calls the factory once per model, so each figure keeps its
-#: own plotly widget.
+#: own plotly widget. Until plotly's code has initialized the figure, the kernel's drawing commands
+#: (``_py2js_*``: add/delete traces, restyle, relayout…) are recorded and then replayed in order, as
+#: plotly would have received them.
 FIGURE_ESM = _SLOT_JS + """
+const COMMANDS = ["_py2js_addTraces", "_py2js_deleteTraces", "_py2js_moveTraces", "_py2js_restyle",
+                  "_py2js_relayout", "_py2js_update", "_py2js_animate", "_py2js_removeLayoutProps",
+                  "_py2js_removeTraceProps"];
+
 export default () => {
   let ready = null;
   return {
     initialize(ctx) {
       // return at once (anywidget's 2 s deadline); plotly's initialize runs when its code is loaded
+      const model = ctx.model;
+      const pending = [];
+      const record = {};
+      for (const name of COMMANDS) {
+        record[name] = () => {
+          const value = model.get(name);
+          if (value !== null && value !== undefined) pending.push([name, value]);
+        };
+        model.on(`change:${name}`, record[name]);
+      }
       ready = kvlabPlotlySlot().promise.then(async (factory) => {
         const widget = typeof factory === "function" ? await factory() : factory;
         if (widget.initialize) await widget.initialize(ctx);
+        for (const name of COMMANDS) model.off(`change:${name}`, record[name]);
+        for (const [name, value] of pending) {
+          model.set(name, value);
+          model.set(name, null);
+        }
         return widget;
       });
     },
