@@ -32,10 +32,11 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 import kvlab.kernels.attention as attention  # noqa: E402
+import kvlab.kernels.attention_checks as attention_checks  # noqa: E402
 from kvlab.cache import build_paged_example  # noqa: E402
 from kvlab.kernels.launch_config import choose_tiling  # noqa: E402
 
-attention.require_kernel_device = lambda **tensors: None  # CPU tensors stand in for CUDA ones
+attention_checks.require_kernel_device = lambda **tensors: None  # CPU tensors stand in for CUDA ones
 attention.multiprocessor_count = lambda index: 132  # an H100 SXM
 
 _TRITON_TYPES = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int8: "i8",

@@ -8,7 +8,8 @@ GPU, otherwise in Triton's interpreter on CPU tensors. Each kernel is one lesson
 * :mod:`kvlab.kernels.attention`: causal paged attention for mixed prefill/decode batches
   (:func:`paged_attention`), with GQA, sliding window, softcap and split-K; the kernel itself is in
   :mod:`kvlab.kernels.attention_kernel`, its step over one key tile in
-  :mod:`kvlab.kernels.attention_tile`;
+  :mod:`kvlab.kernels.attention_tile`, the checks it shares with the low-bit kernel in
+  :mod:`kvlab.kernels.attention_checks`;
 * :mod:`kvlab.kernels.split_reduce`: the merge of split-K segments;
 * :mod:`kvlab.kernels.numerics`: conversions exact in both modes (the interpreter's workarounds);
 * :mod:`kvlab.kernels.launch_config`: tile shapes, the split-K rule, rows per cache-write program

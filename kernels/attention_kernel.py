@@ -50,7 +50,7 @@ def paged_attention_kernel(
     FP8_HAS_INF: tl.constexpr, FP8_DECODE_ASM: tl.constexpr, FP8_KEEP_SPECIALS: tl.constexpr,
     DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, OUT_DTYPE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
-    INTERPRET_: tl.constexpr,
+    INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr,
 ):
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
@@ -121,7 +121,7 @@ def paged_attention_kernel(
     # shared-memory buffer at any num_stages from 2 to 4 (see kernels/attention_tile.py).
     blk = tile_block_ids(bt_row, tile_lo, kv_start, kv_end, TILE_N, BLOCK_SIZE)
     sk, sv = tile_scales(k_scale_ptr, v_scale_ptr, blk, tile_lo, kv_start, kv_end, kv_head, QUANT_MODE,
-                         NUM_KV_HEADS, TILE_N, BLOCK_SIZE)
+                         NUM_KV_HEADS, TILE_N, BLOCK_SIZE, SCALES_BY_TOKEN)
     for t in range(tile_lo, full_hi):
         m_i, l_i, acc, blk, sk, sv = attend_tile(
             t, blk, sk, sv, q, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
@@ -129,7 +129,8 @@ def paged_attention_kernel(
             stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
             False, NUM_KV_HEADS, HEAD_SIZE, HEAD_SIZE_PAD, HEAD_SIZE_V, HEAD_SIZE_V_PAD, BLOCK_SIZE, TILE_N,
             DECODE_ONLY, QUANT_MODE, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
-            FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_)
+            FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
+            SCALES_BY_TOKEN)
     for t in range(full_hi, tile_hi):
         m_i, l_i, acc, blk, sk, sv = attend_tile(
             t, blk, sk, sv, q, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
@@ -137,7 +138,8 @@ def paged_attention_kernel(
             stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
             True, NUM_KV_HEADS, HEAD_SIZE, HEAD_SIZE_PAD, HEAD_SIZE_V, HEAD_SIZE_V_PAD, BLOCK_SIZE, TILE_N,
             DECODE_ONLY, QUANT_MODE, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
-            FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_)
+            FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
+            SCALES_BY_TOKEN)
 
     if not SPLIT_K:
         # padding rows saw no key (l = 0); divide them by 1 instead, they are not stored anyway

@@ -87,16 +87,35 @@ def tile_block_ids(bt_row, t, kv_start, kv_end, TILE_N: tl.constexpr, BLOCK_SIZE
 
 @triton.jit
 def tile_scales(k_scale_ptr, v_scale_ptr, blk, t, kv_start, kv_end, kv_head, QUANT_MODE: tl.constexpr,
-                NUM_KV_HEADS: tl.constexpr, TILE_N: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+                NUM_KV_HEADS: tl.constexpr, TILE_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+                SCALES_BY_TOKEN: tl.constexpr):
     """Per-token-head K and V scales of tile ``t`` (K: 1 and V: 0 where a position is not read, so
-    it drops out of the softmax sum and of the output); ones for the other schemes (not loaded)."""
+    it drops out of the softmax sum and of the output); ones for the other schemes (not loaded).
+
+    ``SCALES_BY_TOKEN`` (prefill, a power-of-two number of KV heads): each key's scales of *all* KV
+    heads are loaded, one contiguous row of ``NUM_KV_HEADS`` fp32 (8 heads: one 32-byte sector, the
+    least the memory system moves anyway), and this head's column is picked out by a sum over the
+    row with the other heads zeroed (exact: one term). Loaded one scale per key instead, the
+    compiler fetches them in the layout of the tensor-core accumulator they multiply, where each
+    thread gathers 16 of a 64-key tile's scales one by one; the row load is vectorised and
+    coalesced, and one small layout change (64 values through shared memory) replaces the gather.
+    """
     if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
         n = t * TILE_N + tl.arange(0, TILE_N)
         valid = (n >= kv_start) & (n < kv_end)
         # the scale tensors are [num_blocks, BLOCK_SIZE, NUM_KV_HEADS], contiguous
-        off = (blk.to(tl.int64) * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head
-        sk = tl.load(k_scale_ptr + off, mask=valid, other=1.0)
-        sv = tl.load(v_scale_ptr + off, mask=valid, other=0.0)
+        token = blk.to(tl.int64) * BLOCK_SIZE + n % BLOCK_SIZE
+        if SCALES_BY_TOKEN:
+            h = tl.arange(0, NUM_KV_HEADS)
+            off = token[:, None] * NUM_KV_HEADS + h[None, :]
+            mine = (h == kv_head)[None, :]
+            row_k = tl.load(k_scale_ptr + off, mask=valid[:, None], other=1.0)
+            row_v = tl.load(v_scale_ptr + off, mask=valid[:, None], other=0.0)
+            sk = tl.sum(tl.where(mine, row_k, 0.0), axis=1)
+            sv = tl.sum(tl.where(mine, row_v, 0.0), axis=1)
+        else:
+            sk = tl.load(k_scale_ptr + token * NUM_KV_HEADS + kv_head, mask=valid, other=1.0)
+            sv = tl.load(v_scale_ptr + token * NUM_KV_HEADS + kv_head, mask=valid, other=0.0)
     else:
         sk = tl.full([TILE_N], 1.0, tl.float32)
         sv = sk
@@ -115,6 +134,7 @@ def attend_tile(
     FP8_HAS_INF: tl.constexpr, FP8_DECODE_ASM: tl.constexpr, FP8_KEEP_SPECIALS: tl.constexpr,
     DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, INTERPRET_: tl.constexpr,
+    SCALES_BY_TOKEN: tl.constexpr,
 ):
     """Fold key tile ``t`` (block ids ``blk``, scales ``sk``/``sv``) into ``(m_i, l_i, acc)``.
 
@@ -188,5 +208,5 @@ def attend_tile(
 
     # the next tile's scales, by now its block ids have arrived (see the module docstring)
     sk_next, sv_next = tile_scales(k_scale_ptr, v_scale_ptr, blk_next, t + 1, kv_start, kv_end, kv_head,
-                                   QUANT_MODE, NUM_KV_HEADS, TILE_N, BLOCK_SIZE)
+                                   QUANT_MODE, NUM_KV_HEADS, TILE_N, BLOCK_SIZE, SCALES_BY_TOKEN)
     return m_new, l_i, acc, blk_next, sk_next, sv_next

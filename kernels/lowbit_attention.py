@@ -2,25 +2,19 @@
 
 The loop is the one of :mod:`kvlab.kernels.attention` (online softmax in base 2, GQA rows, causal
 and sliding-window tile range, optional split-K merged by :mod:`kvlab.kernels.split_reduce`); what
-changes is how a K or V tile comes out of memory:
+changes is how a K or V tile comes out of memory, which :mod:`kvlab.kernels.lowbit_tile` does:
+codes are used by their position in the byte (``P`` parts per tile, no interleaving), dequantized in
+registers in the cheapest exact way, and the KIVI residual is read only by the tiles that can hold it.
 
-1. **Unpack.** A tile of ``TILE_N`` keys is loaded as bytes ``[TILE_N, D / P]`` (``P`` codes per
-   byte) and widened to ``[TILE_N, D / P, P]`` by shifting each byte right by ``0, bits, 2·bits …``
-   and masking; a reshape to ``[TILE_N, D]`` puts code ``k`` of byte ``j`` at channel ``j·P + k``,
-   the order the writer packed them in. The bytes read are ``bits / 16`` of a bf16 tile.
-2. **Dequantize in registers.**
-   * ``int4_per_token_head``: ``q − 8`` is an integer in −7..7, exact in bf16/fp16, so the scales
-     stay out of the tile as for int8: the K scale multiplies the score after the dot, the V scale is
-     folded into ``p`` before the second dot (no extra rounding).
-   * KIVI: the K scale and zero point belong to a (block, channel), the V ones to a (token, group);
-     both vary inside the tile along an axis that a dot sums over, so they cannot be factored out:
-     the tile is dequantized, ``q · s + z`` in fp32, and rounded to the dot dtype (one rounding of
-     each K and V element, unit roundoff ``u`` of the query dtype; the tests allow for it). Scale and
-     zero-point rows are gathered per key (``[TILE_N, D]`` fp16 loads of a few distinct rows that the
-     cache serves).
-3. **Residual.** KIVI blocks still being filled live in bf16 residual pages:
-   ``residual_page[block] >= 0`` selects, per key, the bf16 row instead of the codes (both loads are
-   masked, so only one of them touches memory for any key).
+**Which tiles can hold residual keys.** A KIVI sequence of ``L`` tokens (new ones included) has its
+first ``max(0, L // B − (R − 1))`` blocks quantized (:func:`kvlab.cache.lowbit_residual.
+quantized_block_count`, the rule every write follows). Tiles wholly inside them run the step with
+``MIXED=False`` (no residual loads, no per-key select); the tiles after them with ``MIXED=True``.
+
+**fp16 dots for KIVI.** With bf16 queries the KIVI dots run in fp16 (values are ``code · s + z`` in
+fp16, see the tile module). The query is scaled by ``2^-k`` into fp16's range: bf16 has 8
+significant bits and fp16 11, so the scaled query is exact once its largest magnitude is below
+``2^15``; ``2^k`` goes back in with the softmax scale, also exactly.
 
 Reading a never-written slot reads NaN scales (the cache is poisoned at allocation), so it shows.
 The host side (checks, launch shape, split-K workspace) is :mod:`kvlab.kernels.lowbit_attention_call`.
@@ -28,25 +22,35 @@ The host side (checks, launch shape, split-K workspace) is :mod:`kvlab.kernels.l
 
 from __future__ import annotations
 
-import math
-
 from kvlab.kernels.attention_tile import key_tile_range
+from kvlab.kernels.lowbit_tile import attend_lowbit_tile
 from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
 
-LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
+
+@triton.jit
+def _query_part(q_ptr, token, q_head, row_valid, stride_qt, stride_qh, K: tl.constexpr, P: tl.constexpr,
+                DP: tl.constexpr, DP_PAD: tl.constexpr, INTERPRET_: tl.constexpr):
+    """Query channels ``j·P + K`` of the program's rows, ``[BLOCK_M, D / P]`` fp32."""
+    j = tl.arange(0, DP_PAD)
+    q = tl.load(q_ptr + token[:, None] * stride_qt + q_head[:, None] * stride_qh + j[None, :] * P + K,
+                mask=row_valid[:, None] & (j < DP)[None, :], other=0.0)
+    return to_fp32(q, INTERPRET_)
 
 
 @triton.jit
-def _codes(byte_ptr, rows, mask, BITS: tl.constexpr, P: tl.constexpr, DP: tl.constexpr, D_PAD: tl.constexpr,
-           TILE_N: tl.constexpr):
-    """Load ``[TILE_N, D/P]`` bytes at ``byte_ptr + rows * DP`` and unpack them to ``[TILE_N, D_PAD]``
-    fp32."""
-    j = tl.arange(0, D_PAD // P)
-    b = tl.load(byte_ptr + rows[:, None] * DP + j[None, :], mask=mask[:, None] & (j < DP)[None, :], other=0)
-    shifts = tl.arange(0, P) * BITS
-    c = (b.to(tl.int32)[:, :, None] >> shifts[None, None, :]) & ((1 << BITS) - 1)
-    return tl.reshape(c, [TILE_N, D_PAD]).to(tl.float32)
+def _store_part(ptr, base, a, l_i, row_valid, K: tl.constexpr, P: tl.constexpr, DVP: tl.constexpr,
+                DVP_PAD: tl.constexpr, NORMALISE: tl.constexpr, OUT_DTYPE: tl.constexpr,
+                INTERPRET_: tl.constexpr):
+    """Store accumulator part ``K`` to channels ``j·P + K`` of the rows starting at ``ptr + base``."""
+    jv = tl.arange(0, DVP_PAD)
+    mask = row_valid[:, None] & (jv < DVP)[None, :]
+    addr = ptr + base[:, None] + jv[None, :] * P + K
+    if NORMALISE:
+        o = a / tl.where(row_valid, l_i, 1.0)[:, None]
+        tl.store(addr, to_storage(o, OUT_DTYPE, INTERPRET_), mask=mask)
+    else:
+        tl.store(addr, a, mask=mask)
 
 
 @triton.jit
@@ -57,12 +61,16 @@ def lowbit_attention_kernel(
     num_splits, qk_scale, softcap, window,
     stride_qt, stride_qh, stride_ot, stride_oh, stride_bt,
     NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
-    D: tl.constexpr, D_PAD: tl.constexpr, DV: tl.constexpr, DV_PAD: tl.constexpr,
-    BITS: tl.constexpr, P: tl.constexpr, G: tl.constexpr, KIVI: tl.constexpr,
+    D: tl.constexpr, DP_PAD: tl.constexpr, DV: tl.constexpr, DVP_PAD: tl.constexpr,
+    BITS: tl.constexpr, P: tl.constexpr, G: tl.constexpr, KIVI: tl.constexpr, RES_BLOCKS: tl.constexpr,
     BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_Q: tl.constexpr,
     DOT_DTYPE: tl.constexpr, OUT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    HALF_DEQ: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, INTERPRET_: tl.constexpr,
+    ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
 ):
+    DP: tl.constexpr = D // P
+    DVP: tl.constexpr = DV // P
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
     seq = tl.load(prog_seq_ptr + pid // NUM_KV_HEADS)
@@ -70,7 +78,8 @@ def lowbit_attention_kernel(
     split = tl.program_id(1)
     q_start = tl.load(query_start_ptr + seq)
     q_len = tl.load(query_start_ptr + seq + 1) - q_start
-    context_len = tl.load(seq_lens_ptr + seq) - q_len
+    seq_len = tl.load(seq_lens_ptr + seq)
+    context_len = seq_len - q_len
 
     rows = tl.arange(0, BLOCK_M)
     q_rel = q_block * BLOCK_Q + rows // GROUP
@@ -78,94 +87,77 @@ def lowbit_attention_kernel(
     q_pos = context_len + q_rel
     token = (q_start + q_rel).to(tl.int64)
     q_head = kv_head * GROUP + rows % GROUP
-    d = tl.arange(0, D_PAD)
-    dv = tl.arange(0, DV_PAD)
-    q = tl.load(q_ptr + token[:, None] * stride_qt + q_head[:, None] * stride_qh + d[None, :],
-                mask=row_valid[:, None] & (d < D)[None, :], other=0.0)
-    q = round_to_dot_dtype(to_fp32(q, INTERPRET_), DOT_DTYPE, INTERPRET_)
+    q0 = _query_part(q_ptr, token, q_head, row_valid, stride_qt, stride_qh, 0, P, DP, DP_PAD, INTERPRET_)
+    q1 = _query_part(q_ptr, token, q_head, row_valid, stride_qt, stride_qh, 1, P, DP, DP_PAD, INTERPRET_)
+    if P == 4:
+        q2 = _query_part(q_ptr, token, q_head, row_valid, stride_qt, stride_qh, 2, P, DP, DP_PAD, INTERPRET_)
+        q3 = _query_part(q_ptr, token, q_head, row_valid, stride_qt, stride_qh, 3, P, DP, DP_PAD, INTERPRET_)
+    else:
+        q2 = q0
+        q3 = q1
+    if Q_POW2_SCALE:  # bf16 query, fp16 dots: scale into fp16's range by a power of two (exact)
+        amax = tl.maximum(tl.max(tl.max(tl.abs(q0), axis=1), axis=0),
+                          tl.max(tl.max(tl.abs(q1), axis=1), axis=0))
+        if P == 4:
+            amax = tl.maximum(amax, tl.maximum(tl.max(tl.max(tl.abs(q2), axis=1), axis=0),
+                                               tl.max(tl.max(tl.abs(q3), axis=1), axis=0)))
+        shift = tl.maximum(((amax.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127 - 14, 0)
+        down = ((127 - shift) << 23).to(tl.float32, bitcast=True)
+        q0, q1, q2, q3 = q0 * down, q1 * down, q2 * down, q3 * down
+        qk_scale = qk_scale * ((127 + shift) << 23).to(tl.float32, bitcast=True)
+    q0 = round_to_dot_dtype(q0, DOT_DTYPE, INTERPRET_)
+    q1 = round_to_dot_dtype(q1, DOT_DTYPE, INTERPRET_)
+    q2 = round_to_dot_dtype(q2, DOT_DTYPE, INTERPRET_)
+    q3 = round_to_dot_dtype(q3, DOT_DTYPE, INTERPRET_)
 
     first_q, kv_start, kv_end, tile_lo, tile_hi = key_tile_range(
         context_len, q_block * BLOCK_Q, q_len, window, split, num_splits, BLOCK_Q, TILE_N, USE_WINDOW,
         SPLIT_K)
-
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, DV_PAD], tl.float32)
+    a0 = tl.zeros([BLOCK_M, DVP_PAD], tl.float32)
+    a1 = tl.zeros([BLOCK_M, DVP_PAD], tl.float32)
+    a2 = tl.zeros([BLOCK_M, DVP_PAD], tl.float32)
+    a3 = tl.zeros([BLOCK_M, DVP_PAD], tl.float32)
     bt_row = block_table_ptr + seq.to(tl.int64) * stride_bt
-    offs_n = tl.arange(0, TILE_N)
-    BPT: tl.constexpr = TILE_N // BLOCK_SIZE  # whole cache blocks per tile
-    NG: tl.constexpr = DV_PAD // G
-    offs_b = tl.arange(0, BPT)
-    for t in range(tile_lo, tile_hi):
-        n = t * TILE_N + offs_n
-        n_valid = (n >= kv_start) & (n < kv_end)
-        blk = tl.load(bt_row + n // BLOCK_SIZE, mask=n_valid, other=0).to(tl.int64)
-        slot_row = (blk * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head  # [TILE_N]
-        if KIVI:
-            b_valid = (t * BPT + offs_b) * BLOCK_SIZE < kv_end
-            blk_b = tl.load(bt_row + t * BPT + offs_b, mask=b_valid, other=0).to(tl.int64)  # [BPT]
-            page = tl.load(rpage_ptr + blk, mask=n_valid, other=-1).to(tl.int64)
-            from_res = n_valid & (page >= 0)
-            packed = n_valid & (page < 0)
-            res_row = (page * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head
-            # keys: one scale and zero point per (block, channel), applied to [BPT, BLOCK_SIZE, D]
-            ch = (blk_b * NUM_KV_HEADS + kv_head)[:, None] * D + d[None, :]
-            km = b_valid[:, None] & (d < D)[None, :]
-            k = tl.reshape(_codes(kc_ptr, slot_row, packed, BITS, P, D // P, D_PAD, TILE_N),
-                           [BPT, BLOCK_SIZE, D_PAD])
-            k = k * tl.load(ks_ptr + ch, mask=km, other=0.0).to(tl.float32)[:, None, :] + \
-                tl.load(kz_ptr + ch, mask=km, other=0.0).to(tl.float32)[:, None, :]
-            k_res = tl.load(rk_ptr + res_row[:, None] * D + d[None, :],
-                            mask=from_res[:, None] & (d < D)[None, :], other=0.0)
-            k = tl.where(from_res[:, None], to_fp32(k_res, INTERPRET_), tl.reshape(k, [TILE_N, D_PAD]))
-            s = tl.dot(q, tl.trans(round_to_dot_dtype(k, DOT_DTYPE, INTERPRET_)),
-                       input_precision=DOT_PRECISION) * qk_scale
-        else:
-            k = _codes(kc_ptr, slot_row, n_valid, BITS, P, D // P, D_PAD, TILE_N) - 8.0
-            s = tl.dot(q, tl.trans(round_to_dot_dtype(k, DOT_DTYPE, INTERPRET_)),
-                       input_precision=DOT_PRECISION)
-            s = s * (qk_scale * tl.load(ks_ptr + slot_row, mask=n_valid, other=1.0))[None, :]
-        if USE_SOFTCAP:
-            s = softcap * (1.0 - 2.0 / (tl.exp(tl.minimum(2.0 * s / softcap, 40.0)) + 1.0))
-        dist = q_pos[:, None] - n[None, :]
-        allowed = row_valid[:, None] & n_valid[None, :] & (dist >= 0)
-        if USE_WINDOW:
-            allowed = allowed & (dist < window)
-        s = tl.where(allowed, s * LOG2E, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.exp2(m_i - m_safe)
-        p = tl.exp2(s - m_safe[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-
-        if KIVI:
-            # values: one scale and zero point per (token, group of G channels): [TILE_N, NG, G]
-            g = tl.arange(0, NG)
-            grp = slot_row[:, None] * (DV // G) + g[None, :]
-            gm = packed[:, None] & (g < DV // G)[None, :]
-            v = tl.reshape(_codes(vc_ptr, slot_row, packed, BITS, P, DV // P, DV_PAD, TILE_N),
-                           [TILE_N, NG, G])
-            v = v * tl.load(vs_ptr + grp, mask=gm, other=0.0).to(tl.float32)[:, :, None] + \
-                tl.load(vz_ptr + grp, mask=gm, other=0.0).to(tl.float32)[:, :, None]
-            v_res = tl.load(rv_ptr + res_row[:, None] * DV + dv[None, :],
-                            mask=from_res[:, None] & (dv < DV)[None, :], other=0.0)
-            v = tl.where(from_res[:, None], to_fp32(v_res, INTERPRET_), tl.reshape(v, [TILE_N, DV_PAD]))
-        else:
-            v = _codes(vc_ptr, slot_row, n_valid, BITS, P, DV // P, DV_PAD, TILE_N) - 8.0
-            p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
-        acc = acc * alpha[:, None]
-        acc = tl.dot(round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_),
-                     round_to_dot_dtype(v, DOT_DTYPE, INTERPRET_),
-                     acc, input_precision=DOT_PRECISION)
-        m_i = m_new
+    if KIVI:  # tiles before t_mid lie in blocks that have left the residual (module docstring)
+        t_mid = tl.maximum(seq_len // BLOCK_SIZE - (RES_BLOCKS - 1), 0) * BLOCK_SIZE // TILE_N
+    else:
+        t_mid = tile_hi
+    for t in range(tile_lo, tl.minimum(tile_hi, t_mid)):
+        m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
+            t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
+            kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap,
+            window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G, KIVI, BLOCK_SIZE,
+            TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
+            ASM0, ASM1, ASM2, ASM3)
+    if KIVI:
+        for t in range(tl.maximum(tile_lo, t_mid), tile_hi):
+            m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
+                t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head,
+                bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale,
+                softcap, window, True, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G, KIVI,
+                BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
+                ASM0, ASM1, ASM2, ASM3)
 
     if not SPLIT_K:
-        o = acc / tl.where(row_valid, l_i, 1.0)[:, None]
-        tl.store(out_ptr + token[:, None] * stride_ot + q_head[:, None] * stride_oh + dv[None, :],
-                 to_storage(o, OUT_DTYPE, INTERPRET_), mask=row_valid[:, None] & (dv < DV)[None, :])
+        base = token * stride_ot + q_head * stride_oh
+        _store_part(out_ptr, base, a0, l_i, row_valid, 0, P, DVP, DVP_PAD, True, OUT_DTYPE, INTERPRET_)
+        _store_part(out_ptr, base, a1, l_i, row_valid, 1, P, DVP, DVP_PAD, True, OUT_DTYPE, INTERPRET_)
+        if P == 4:
+            _store_part(out_ptr, base, a2, l_i, row_valid, 2, P, DVP, DVP_PAD, True, OUT_DTYPE,
+                        INTERPRET_)
+            _store_part(out_ptr, base, a3, l_i, row_valid, 3, P, DVP, DVP_PAD, True, OUT_DTYPE,
+                        INTERPRET_)
     else:
         row = (token * (NUM_KV_HEADS * GROUP) + q_head) * num_splits + split
-        tl.store(part_acc_ptr + row[:, None] * DV + dv[None, :], acc,
-                 mask=row_valid[:, None] & (dv < DV)[None, :])
+        base = row * DV
+        _store_part(part_acc_ptr, base, a0, l_i, row_valid, 0, P, DVP, DVP_PAD, False, OUT_DTYPE, INTERPRET_)
+        _store_part(part_acc_ptr, base, a1, l_i, row_valid, 1, P, DVP, DVP_PAD, False, OUT_DTYPE, INTERPRET_)
+        if P == 4:
+            _store_part(part_acc_ptr, base, a2, l_i, row_valid, 2, P, DVP, DVP_PAD, False, OUT_DTYPE,
+                        INTERPRET_)
+            _store_part(part_acc_ptr, base, a3, l_i, row_valid, 3, P, DVP, DVP_PAD, False, OUT_DTYPE,
+                        INTERPRET_)
         tl.store(part_stat_ptr + row * 2, m_i, mask=row_valid)
         tl.store(part_stat_ptr + row * 2 + 1, l_i, mask=row_valid)

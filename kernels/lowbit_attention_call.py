@@ -34,6 +34,69 @@ def _programs(batch: AttentionBatch, block_q: int) -> tuple[list[int], list[int]
     return seqs, blocks
 
 
+#: 16-bit patterns of the numbers 128 (bf16) and 1024 (fp16): OR-ing a code c < 128 into their low
+#: bits gives the number 128 + c (1024 + c) exactly, with no conversion instruction.
+_MAGIC = {torch.bfloat16: (0x4300, 128, "bf16x2"), torch.float16: (0x6400, 1024, "f16x2")}
+
+
+def unpack_asm(bits: int, part: int, dtype: torch.dtype, offset: int) -> str:
+    """PTX turning four code bytes (one b32) into ``code_k − offset`` of each as four ``dtype`` numbers
+    (two b32), where ``code_k`` is the ``bits``-bit code at position ``part`` of its byte.
+
+    Per pair of codes: one byte permute that puts the two bytes in the low byte of each 16-bit half,
+    one shift that brings code ``part`` down, one ``lop3`` (``(x & mask) | magic``: the 16-bit number
+    ``M + code``), one packed subtraction of ``M + offset`` (exact: small integers). Example, 4 bits,
+    part 1, bf16, offset 8: byte ``0xA3`` → code 10 → ``0x4300 | 10`` = 138 → 138 − 136 = 2.
+    """
+    magic, base, kind = _MAGIC[dtype]
+    mask = ((1 << bits) - 1) * 0x10001
+    sub_bits = (magic + offset) if dtype == torch.bfloat16 else _fp16_bits(base + offset)
+    lines = ["{", ".reg .b32 a, b, m;", f"mov.b32 m, {sub_bits * 0x10001:#x};",
+             "prmt.b32 a, $2, 0, 0x4140;", "prmt.b32 b, $2, 0, 0x4342;"]
+    for r, out in (("a", "$0"), ("b", "$1")):
+        if part:
+            lines.append(f"shr.b32 {r}, {r}, {part * bits};")
+        lines.append(f"lop3.b32 {r}, {r}, {mask:#x}, {magic * 0x10001:#x}, 0xea;")
+        lines.append(f"sub.rn.{kind} {out}, {r}, m;")
+    return "\n".join(lines + ["}"])
+
+
+def _fp16_bits(value: int) -> int:
+    """Bit pattern of an integer that fp16 holds exactly."""
+    return int(torch.tensor(float(value), dtype=torch.float16).view(torch.int16)) & 0xFFFF
+
+
+def _words(per_channel: torch.Tensor, scheme) -> torch.Tensor:
+    """KIVI key scales/zero points ``[N, H, D]`` fp16 seen as ``[N, H, D / P]`` integers of ``P`` halves
+    (no copy): word ``j`` holds the numbers of the ``P`` channels packed in code byte ``j``."""
+    return per_channel.view(torch.int32 if scheme.codes_per_byte == 2 else torch.int64)
+
+
+#: Launch defaults, each the fastest shape of the H100 sweep (``benchmarks/lowbit_bench.py``,
+#: ``benchmarks/lowbit_notes.md``; B=64 / B=1 decode at L=32768, a 2,048-token prefill chunk):
+#: decode key tiles of 128 (int4) and 64 (KIVI) keys, 2 pipeline stages (KIVI at 3 stages: 5.3 ms
+#: against 3.1 ms), 4 warps (prefill at 8 warps: 1.7x slower), and, for an int4 decode grid that is
+#: not split, a cap of 128 registers so that four programs share a multiprocessor (B=64: 1281 µs
+#: against 1695 µs uncapped; KIVI's 64-key tiles would spill under it, untimed, so it stays uncapped).
+#: KIVI splits a short grid into twice as many segments as the 8-bit rule (B=1: 61.8 µs at 66
+#: segments against 94.4 µs at 33 for kivi4).
+DECODE_TILE_INT4: int = 128
+DECODE_TILE_KIVI: int = 64
+PREFILL_TILE: int = 64
+STAGES: int = 2
+DECODE_MAX_REGISTERS: int = 128
+KIVI_SPLIT_PROGRAMS_PER_SM: int = 4
+
+
+def _default_tile(kivi: bool, prefill: bool) -> int:
+    """Keys per loop step when the caller names none."""
+    if INTERPRET:
+        return 16
+    if prefill:
+        return PREFILL_TILE
+    return DECODE_TILE_KIVI if kivi else DECODE_TILE_INT4
+
+
 @dataclass(eq=False)
 class LowBitAttentionCall:
     """A validated low-bit attention call: :meth:`run` only launches (no checks, no host copies), so
@@ -51,6 +114,11 @@ class LowBitAttentionCall:
     num_warps: int
     _launch: SplitKLaunch = field(repr=False)
 
+    @property
+    def options(self) -> dict:
+        """Launch options (``num_warps``, ``num_stages`` and, when capped, ``maxnreg``)."""
+        return self._launch.options
+
     def run(self) -> torch.Tensor:
         """Launch the kernel (and the split-K merge); returns :attr:`out`."""
         return self._launch()
@@ -67,6 +135,10 @@ def prepare_lowbit_attention(
     out: torch.Tensor | None = None,
     num_splits: int | None = None,
     tile_n: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+    max_registers: int | None = None,
+    fast_unpack: bool = True,
 ) -> LowBitAttentionCall:
     """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
@@ -75,7 +147,10 @@ def prepare_lowbit_attention(
     num_tokens, num_q_heads, head_size = query.shape
     nkv, hv = cache.num_kv_heads, cache.head_size_v
     bs = cache.block_size
-    tile = max(bs, 16 if INTERPRET else 64) if tile_n is None else require_positive_int(tile_n, "tile_n", 16)
+    if tile_n is None:
+        tile = max(bs, _default_tile(cache.is_kivi, batch.max_query_len > 1))
+    else:
+        tile = require_positive_int(tile_n, "tile_n", 16)
     if tile & (tile - 1) or tile % bs:
         raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
 
@@ -86,13 +161,15 @@ def prepare_lowbit_attention(
     seqs, qblocks = _programs(batch, block_q)
     if num_splits is None:
         num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
-        num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms)
+        num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms,
+                                       KIVI_SPLIT_PROGRAMS_PER_SM if cache.is_kivi and not prefill else 2)
     part_acc, part_stat = split_workspace(out, num_splits)
     sch, kivi, dummy, dev = cache.scheme, cache.is_kivi, cache.key_scale, query.device
     args = (
         out, part_acc, part_stat,
-        query, cache.key_codes, cache.value_codes, cache.key_scale, cache.value_scale,
-        cache.key_zero if kivi else dummy, cache.value_zero if kivi else dummy,
+        query, cache.key_codes, cache.value_codes, _words(cache.key_scale, sch) if kivi else cache.key_scale,
+        cache.value_scale, _words(cache.key_zero, sch) if kivi else dummy,
+        cache.value_zero if kivi else dummy,
         cache.residual_key if kivi else dummy, cache.residual_value if kivi else dummy,
         cache.residual_page if kivi else dummy,
         batch.block_table, batch.query_start_loc, batch.seq_lens,
@@ -101,19 +178,38 @@ def prepare_lowbit_attention(
         num_splits, sigma, float(softcap or 1.0), int(sliding_window or 1),
         query.stride(0), query.stride(1), out.stride(0), out.stride(1), batch.block_table.stride(0),
     )
+    half = kivi and query.dtype != torch.float32  # KIVI dots in fp16 (see the kernel's docstring)
+    dot = torch.float16 if half else query.dtype
+    asm = [""] * 4
+    if fast_unpack and not INTERPRET and dot in _MAGIC:
+        asm[:sch.codes_per_byte] = [unpack_asm(sch.bits, k, dot, 0 if kivi else 8)
+                                    for k in range(sch.codes_per_byte)]
     consts = dict(
-        NUM_KV_HEADS=nkv, GROUP=group, D=head_size, D_PAD=max(16, next_pow2(head_size)), DV=hv,
-        DV_PAD=max(16, next_pow2(hv)), BITS=sch.bits, P=sch.codes_per_byte, G=sch.group_size or 16, KIVI=kivi,
+        NUM_KV_HEADS=nkv, GROUP=group, D=head_size,
+        DP_PAD=max(16, next_pow2(head_size // sch.codes_per_byte)),
+        DV=hv, DVP_PAD=max(16, next_pow2(hv // sch.codes_per_byte)), BITS=sch.bits, P=sch.codes_per_byte,
+        G=sch.group_size or 16, KIVI=kivi, RES_BLOCKS=max(1, sch.residual_blocks),
         BLOCK_SIZE=bs, TILE_N=tile, BLOCK_M=block_m, BLOCK_Q=block_q,
-        DOT_DTYPE=triton_dtype(query.dtype), OUT_DTYPE=triton_dtype(query.dtype),
+        DOT_DTYPE=triton_dtype(dot), OUT_DTYPE=triton_dtype(query.dtype),
         DOT_PRECISION="ieee" if query.dtype == torch.float32 else "tf32",
+        HALF_DEQ=half, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
-        INTERPRET_=INTERPRET,
+        INTERPRET_=INTERPRET, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
-    warps = 8 if block_m >= 64 else 4
+    if num_warps is None:
+        num_warps = 4
+    else:
+        require_positive_int(num_warps, "num_warps")
+    if num_stages is None:
+        num_stages = STAGES
+    options = dict(num_warps=num_warps, num_stages=require_positive_int(num_stages, "num_stages"))
+    if max_registers is None and not prefill and num_splits == 1 and not cache.is_kivi:
+        max_registers = DECODE_MAX_REGISTERS
+    if max_registers is not None and not INTERPRET:
+        options["maxnreg"] = require_positive_int(max_registers, "max_registers", 24)
     launch = SplitKLaunch(lowbit_attention_kernel, (len(seqs) * nkv if num_tokens else 0, num_splits),
-                          args, consts, dict(num_warps=warps), out, part_acc, part_stat)
-    return LowBitAttentionCall(out, num_splits, tile, block_m, warps, launch)
+                          args, consts, options, out, part_acc, part_stat)
+    return LowBitAttentionCall(out, num_splits, tile, block_m, num_warps, launch)
 
 
 def lowbit_paged_attention(

@@ -26,6 +26,7 @@
 # 5. Why did vLLM's "GPU KV cache size" jump between versions?
 # 6. What does a 1-byte KV dtype buy?
 # 7. How do MLA, linear-attention and Mamba hybrids, KV sharing and speculative decoding change the bill?
+# 8. What does one pipeline stage hold?
 #
 # Every number here comes from `kvlab.serving.capacity`, the function behind `kvlab capacity`.
 
@@ -177,6 +178,28 @@ family_bytes_figure(rows, title="One 32,768-token request, by family (one GPU of
 # raises the attention layers to.
 
 # %% [markdown]
+# ## 8. Pipeline parallelism: what does one stage hold?
+#
+# With `--pipeline-parallel-size`, vLLM splits the decoder layers into consecutive runs, one per
+# stage. A GPU then stores only its stage's layers, so one block id costs it fewer bytes, and the pool
+# is as large as the stage that holds the fewest blocks. Llama-3.1-70B (80 layers) with TP 2 and
+# 16 GiB of KV cache per GPU:
+
+# %%
+for pp in (1, 2, 4):
+    p = capacity(EngineConfig("llama-3.1-70b", "16GiB", tensor_parallel_size=2, pipeline_parallel_size=pp,
+                              max_model_len=32768))
+    layers = [len(st.layer_names) for st in p.stages] or [80]
+    print(f"PP {pp}: layers per stage {layers}, {p.bytes_per_block:>9,} B per block, "
+          f"{p.num_blocks:>6,} blocks, max concurrency {p.max_concurrency:.2f}")
+
+# %% [markdown]
+# Each doubling of the stages halves what a block costs one GPU and doubles the requests that fit
+# (with twice the GPUs). When the layers do not divide evenly, the leftover layers go to the stages
+# before the last one, and that stage sets the pool: `kvlab capacity -pp 3 --model llama-3.1-8b`
+# shows stages of 11, 11 and 10 layers.
+
+# %% [markdown]
 # ## Explore
 #
 # Pick a model (or upload any `config.json`), the KV dtype, block size, memory per GPU, tensor
@@ -208,3 +231,5 @@ family_picker.ui
 # * MLA caches one latent per token (not split by TP); hybrids keep a fixed state per request and raise
 #   the attention block to match it; shared layers store nothing; a speculative draft adds its own K/V
 #   and lookahead slots.
+# * With pipeline parallelism each GPU holds only its stage's layers; the stage that holds the fewest
+#   blocks sets the pool.

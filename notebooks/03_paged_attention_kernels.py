@@ -170,8 +170,8 @@ if results:
               f"{r['median_us']:7.1f} µs  {r['tflops']:.0f} TFLOP/s")
 
 # %% [markdown]
-# There the per-tensor fp8 cache costs about 1.3× the time of bfloat16 and the per-token-head
-# formats 1.8–1.9×: a quantized cache saves memory in prefill, not time.
+# There the per-tensor fp8 cache costs about 1.25× the time of bfloat16 and the per-token-head
+# formats 1.5–1.6×: a quantized cache saves memory in prefill, not time.
 
 # %% [markdown]
 # ## Explore

@@ -108,7 +108,8 @@ for chunk in (512, 2048, 8192):
 #
 # Blocks and steps do not say how long users wait. With `gpu=` every step takes the time kvlab's
 # step-time model predicts on that GPU (a roofline of weight GEMMs, attention and cache writes with
-# efficiencies measured on an H100; `kvlab gpus` lists them), and the run reports what
+# efficiencies measured on an H100, plus the all-reduces between the GPUs of a tensor-parallel group;
+# `kvlab gpus` lists them), and the run reports what
 # `vllm bench serve` would: time to first token (TTFT), time per output token (TPOT), throughput and
 # wall time. Here the burst runs on two H100s at 6 GiB of KV cache each, under each KV dtype.
 

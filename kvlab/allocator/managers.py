@@ -45,6 +45,11 @@ class SingleTypeManager:
         """Leading tokens no future query needs (0 for full attention)."""
         return self.spec.num_skipped_tokens(num_computed_tokens)
 
+    def blocks_required(self, num_tokens: int, required_blocks: int | None = None) -> int:
+        """Blocks a table needs for ``num_tokens`` tokens: ``cdiv(num_tokens, B)``, or an admission
+        policy's absolute need ``required_blocks`` when one is given."""
+        return cdiv(num_tokens, self.block_size) if required_blocks is None else required_blocks
+
     def get_num_blocks_to_allocate(
         self,
         request_id: str,
@@ -59,7 +64,7 @@ class SingleTypeManager:
         Hit blocks that are free (ref count 0) count, because adopting them removes them from the
         free queue.
         """
-        required = cdiv(num_tokens, self.block_size) if required_blocks is None else required_blocks
+        required = self.blocks_required(num_tokens, required_blocks)
         table = self.req_to_blocks.get(request_id, ())
         if request_id in self.num_cached_block:
             return max(required - len(table), 0)
@@ -90,7 +95,7 @@ class SingleTypeManager:
     def allocate_new_blocks(self, request_id: str, num_tokens: int) -> list[KVCacheBlock]:
         """Append fresh blocks so the table covers ``num_tokens`` tokens."""
         table = self.req_to_blocks.setdefault(request_id, [])
-        n = cdiv(num_tokens, self.block_size) - len(table)
+        n = self.blocks_required(num_tokens) - len(table)
         if n <= 0:
             return []
         blocks = self.pool.get_new_blocks(n)

@@ -34,17 +34,10 @@ class StateManager(SingleTypeManager):
     def num_skipped_tokens(self, num_computed_tokens: int) -> int:
         return 0
 
-    def get_num_blocks_to_allocate(
-        self,
-        request_id: str,
-        num_tokens: int,
-        new_computed_blocks: Sequence[KVCacheBlock],
-        total_computed_tokens: int,
-        required_blocks: int | None = None,
-    ) -> int:
-        """The pages the request does not hold yet (an admission policy's token-based need does not
-        apply to a state)."""
-        return max(self.pages - len(self.req_to_blocks.get(request_id, ())), 0)
+    def blocks_required(self, num_tokens: int, required_blocks: int | None = None) -> int:
+        """``pages``, whatever the length (an admission policy's token-based need does not apply to a
+        state)."""
+        return self.pages
 
     def save_new_computed_blocks(
         self, request_id: str, new_computed_blocks: Sequence[KVCacheBlock], total_computed_tokens: int
@@ -53,17 +46,6 @@ class StateManager(SingleTypeManager):
             raise ValueError("a state group has no prefix hits to adopt")
         self.req_to_blocks.setdefault(request_id, [])
         self.num_cached_block.setdefault(request_id, 0)
-
-    def allocate_new_blocks(self, request_id: str, num_tokens: int) -> list[KVCacheBlock]:
-        table = self.req_to_blocks.setdefault(request_id, [])
-        self.num_cached_block.setdefault(request_id, 0)
-        n = self.pages - len(table)
-        if n <= 0:
-            return []
-        blocks = self.pool.get_new_blocks(n)
-        self.num_blocks_in_use += n
-        table.extend(blocks)
-        return blocks
 
     def cache_blocks(self, request_id: str, block_hashes: Sequence, num_tokens: int) -> None:
         return None

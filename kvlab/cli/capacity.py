@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
                     "kv_cache_memory_estimate": estimate.describe() if estimate else None,
                     "pipeline_stages": [
                         {"stage": st.index, "num_layers": len(st.layer_names),
-                         "bytes_per_block": st.bytes_per_block, "blocks_fit": st.blocks_fit}
+                         "bytes_per_block": st.bytes_per_block, "kv_cache_memory_bytes": st.available_bytes,
+                         "blocks_fit": st.blocks_fit}
                         for st in plan.stages
                     ],
                 },
@@ -110,10 +111,14 @@ def run(args: argparse.Namespace) -> int:
         ["group", "kind", "block", "layers", "page B", "blocks/request"],
     )
     source = estimate.describe() if estimate else "given (exact: as a vLLM log's 'Available KV cache memory')"
-    print(f"KV-cache memory      {config.kv_cache_memory / 2**30:.2f} GiB per GPU, {source}")
+    if config.pipeline_stage_memory:
+        print("KV-cache memory      given per pipeline stage (below)")
+    else:
+        print(f"KV-cache memory      {config.kv_cache_memory / 2**30:.2f} GiB per GPU, {source}")
     for st in plan.stages:
         print(f"pipeline stage {st.index:<5} {len(st.layer_names)} layers with a cache, "
-              f"{st.bytes_per_block:,} B per block, {st.blocks_fit:,} blocks fit")
+              f"{st.bytes_per_block:,} B per block, {st.available_bytes / 2**30:.2f} GiB: "
+              f"{st.blocks_fit:,} blocks fit")
     print(f"bytes per block      {plan.bytes_per_block:,}" + (" (tightest stage)" if plan.stages else ""))
     print(f"num_blocks           {plan.num_blocks:,} (block 0 is the null block)")
     print(f"blocks per request   {plan.blocks_per_max_request:,} (max_model_len={plan.max_model_len:,})")

@@ -72,6 +72,11 @@ def add_engine_arguments(p: argparse.ArgumentParser) -> None:
         "--pp-layer-partition", default=None, metavar="N,N,...",
         help="layers per pipeline stage, like vLLM's VLLM_PP_LAYER_PARTITION (e.g. 16,32)",
     )
+    p.add_argument(
+        "--pp-stage-memory", default=None, metavar="MEM,MEM,...",
+        help="KV-cache memory of one GPU of each pipeline stage when they differ (e.g. 3.18GiB,24GiB); "
+        "replaces --kv-cache-memory",
+    )
     p.add_argument("--profile", default="vllm-0.33", choices=PROFILE_NAMES, help="vLLM version imitated")
     p.add_argument(
         "--policy", default=None, choices=POLICY_NAMES, help="admission policy (default: the profile's own)"
@@ -141,6 +146,7 @@ def _engine_config(args: argparse.Namespace, max_len: int | None) -> EngineConfi
         decode_context_parallel_size=getattr(args, "decode_context_parallel_size", 1),
         pipeline_parallel_size=getattr(args, "pipeline_parallel_size", 1),
         pipeline_layer_partition=getattr(args, "pp_layer_partition", None),
+        pipeline_stage_memory=getattr(args, "pp_stage_memory", None),
     )
 
 

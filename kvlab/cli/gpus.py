@@ -36,10 +36,11 @@ def run(args: argparse.Namespace) -> int:
             "-" if g.fp4_flops is None else f"{g.fp4_flops / 1e12:,.0f}",
             f"{g.memory_bandwidth / 1e9:,.0f}",
             f"{g.memory_bytes / 1e9:,.0f}",
+            "-" if g.interconnect_bandwidth is None else f"{g.interconnect_bandwidth / 1e9:,.0f}",
         ]
         for g in GPU_PROFILES.values()
     ]
-    print_table(rows, ["name", "GPU", "BF16 TFLOP/s", "FP8", "FP4", "GB/s", "GB"])
+    print_table(rows, ["name", "GPU", "BF16 TFLOP/s", "FP8", "FP4", "GB/s", "GB", "link GB/s"])
     print("dense tensor-core peaks from the vendors' spec sheets (sources: kvlab.hardware.GPU_PROFILES)")
     print()
     print_table(eff.rows(), ["step part", "kv dtype", "efficiency", "latency", "source"])

@@ -20,17 +20,14 @@ from typing import Any
 import torch
 
 from kvlab.exercises.compare import close_float
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.lm.scoring import next_token_metrics
 
@@ -116,12 +113,9 @@ def check_cache_metrics(
     the quantized cache, ``targets`` ``[positions]`` the tokens that come next. Compared with
     :func:`cache_metrics` (float64) to a relative 1e-4.
     """
-    name = learner_name(cache_metrics_fn, "cache_metrics")
-    if (bad := not_callable(cache_metrics_fn, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases() + random_cases(num_random, seed, _random_logits)
-    trial = function_trial(cache_metrics_fn, cache_metrics, _compare, _diagnose)
-    return run_check(name, cases, trial,
-                     verified="perplexity, top-1 agreement and mean KL (float64, rel. 1e-4)",
-                     seed=seed, replay=f"check_cache_metrics({name}, seed={seed})")
+    return check_learner(
+        cache_metrics_fn, "cache_metrics", "check_cache_metrics", seed=seed,
+        cases=lambda s: _edge_cases() + random_cases(num_random, s, _random_logits),
+        trial=lambda fn: function_trial(fn, cache_metrics, _compare, _diagnose),
+        verified="perplexity, top-1 agreement and mean KL (float64, rel. 1e-4)",
+    )

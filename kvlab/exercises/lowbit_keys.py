@@ -14,17 +14,14 @@ from typing import Any
 import torch
 
 from kvlab.exercises.compare import same_tensor
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.quantization.lowbit import pack_codes, quantize_asymmetric, quantize_key_block
 
@@ -118,12 +115,9 @@ def check_quantize_key_block(
         A :class:`~kvlab.exercises.CheckResult`: scale and zero point (fp16) and packed codes (uint8)
         bit-exact.
     """
-    name = learner_name(quantize_key_block, "quantize_key_block")
-    if (bad := not_callable(quantize_key_block, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases() + random_cases(num_random, seed, _random_block)
-    trial = function_trial(quantize_key_block, key_block_answer, _compare, _diagnose)
-    return run_check(name, cases, trial, verified="per-channel fp16 scales and zero points and packed codes "
-                     "bit-exact", seed=seed, replay=f"check_quantize_key_block({name}, seed={seed})",
-                     general_first=True)
+    return check_learner(
+        quantize_key_block, "quantize_key_block", "check_quantize_key_block", seed=seed,
+        cases=lambda s: _edge_cases() + random_cases(num_random, s, _random_block),
+        trial=lambda fn: function_trial(fn, key_block_answer, _compare, _diagnose),
+        verified="per-channel fp16 scales and zero points and packed codes bit-exact", general_first=True,
+    )

@@ -15,13 +15,9 @@ from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.quantization import INT8_QMAX, dequantize_per_token_head, quantize_per_token_head
 from kvlab.reference import relative_error
@@ -235,13 +231,9 @@ def check_rounding_comparison(
     with ``rounding="nearest"`` and ``"truncate"``; the fraction counts codes that differ between the
     two. Compared with :func:`rounding_comparison` to a relative 1e-4.
     """
-    name = learner_name(compare_roundings, "compare_roundings")
-    if (bad := not_callable(compare_roundings, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases_rounding() + random_cases(num_random, seed, _random_normal_kv)
-    trial = function_trial(compare_roundings, rounding_comparison, _compare_rounding, _diagnose_rounding)
-    return run_check(
-        name, cases, trial, verified="both relative errors and the fraction of differing codes match kvlab",
-        seed=seed, replay=f"check_rounding_comparison({name}, seed={seed})", general_first=True,
+    return check_learner(
+        compare_roundings, "compare_roundings", "check_rounding_comparison", seed=seed,
+        cases=lambda s: _edge_cases_rounding() + random_cases(num_random, s, _random_normal_kv),
+        trial=lambda fn: function_trial(fn, rounding_comparison, _compare_rounding, _diagnose_rounding),
+        verified="both relative errors and the fraction of differing codes match kvlab", general_first=True,
     )

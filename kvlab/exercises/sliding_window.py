@@ -18,17 +18,14 @@ import torch
 
 from kvlab.allocator import BlockPool, SlidingWindowManager
 from kvlab.exercises.compare import as_python, same_list
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 from kvlab.sizing import SlidingWindowSpec
 
@@ -129,13 +126,9 @@ def check_remove_skipped_blocks(
     ``block_table`` lists block ids (0 = null block); the learner returns the table after the call
     (same length) and the ids it freed, in the order they are freed.
     """
-    name = learner_name(remove_skipped_blocks, "remove_skipped_blocks")
-    if (bad := not_callable(remove_skipped_blocks, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases() + random_cases(num_random, seed, _random_table)
-    trial = function_trial(remove_skipped_blocks, expected_remove_skipped_blocks, _compare, _diagnose)
-    return run_check(
-        name, cases, trial, verified="block tables and freeing order match SlidingWindowManager",
-        seed=seed, replay=f"check_remove_skipped_blocks({name}, seed={seed})",
+    return check_learner(
+        remove_skipped_blocks, "remove_skipped_blocks", "check_remove_skipped_blocks", seed=seed,
+        cases=lambda s: _edge_cases() + random_cases(num_random, s, _random_table),
+        trial=lambda fn: function_trial(fn, expected_remove_skipped_blocks, _compare, _diagnose),
+        verified="block tables and freeing order match SlidingWindowManager",
     )

@@ -12,17 +12,14 @@ import torch
 
 from kvlab.cache import AttentionBatch, cdiv
 from kvlab.exercises.compare import same_list
+from kvlab.exercises.learner_check import check_learner
 from kvlab.exercises.result import CheckResult
 from kvlab.exercises.runner import (
     Case,
     choice,
-    fresh_seed,
     function_trial,
-    learner_name,
-    not_callable,
     randint,
     random_cases,
-    run_check,
 )
 
 
@@ -87,6 +84,10 @@ def _diagnose(case: Case, expected: list[int], got: Any) -> str | None:
     return None
 
 
+def _compare(want: list[int], got: Any) -> str | None:
+    return same_list(want, got, "slots")
+
+
 def check_slot_mapping(
     slot_mapping: Callable[[list[list[int]], list[int], list[int], int], list[int]],
     *,
@@ -99,12 +100,9 @@ def check_slot_mapping(
     ``block_table[i][p // block_size] * block_size + p % block_size``; slots are listed in query order.
     Compared exactly with :meth:`kvlab.AttentionBatch.slot_mapping`.
     """
-    name = learner_name(slot_mapping, "slot_mapping")
-    if (bad := not_callable(slot_mapping, name)) is not None:
-        return bad
-    seed = fresh_seed() if seed is None else seed
-    cases = _edge_cases() + random_cases(num_random, seed, _random_batch)
-    trial = function_trial(slot_mapping, expected_slot_mapping,
-                           lambda want, got: same_list(want, got, "slots"), _diagnose)
-    return run_check(name, cases, trial, verified="every slot equals AttentionBatch.slot_mapping", seed=seed,
-                     replay=f"check_slot_mapping({name}, seed={seed})")
+    return check_learner(
+        slot_mapping, "slot_mapping", "check_slot_mapping", seed=seed,
+        cases=lambda s: _edge_cases() + random_cases(num_random, s, _random_batch),
+        trial=lambda fn: function_trial(fn, expected_slot_mapping, _compare, _diagnose),
+        verified="every slot equals AttentionBatch.slot_mapping",
+    )

@@ -29,6 +29,9 @@ class GPUProfile:
         memory_bandwidth: peak DRAM bandwidth (bytes/s).
         memory_bytes: memory the application can allocate (bytes).
         source: where the numbers come from.
+        interconnect_bandwidth: peak GPU-to-GPU bandwidth, both directions added as data sheets print
+            it (bytes/s): NVLink / Infinity Fabric, or PCIe where a GPU has no such link; ``None`` =
+            unknown (tensor parallelism cannot be timed then).
     """
 
     name: str
@@ -39,6 +42,7 @@ class GPUProfile:
     memory_bandwidth: float
     memory_bytes: int
     source: str = "user-defined"
+    interconnect_bandwidth: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -47,7 +51,7 @@ class GPUProfile:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{field} of GPU {self.name!r} must be a number > 0, got {value!r}")
-        for field in ("fp8_flops", "fp4_flops"):
+        for field in ("fp8_flops", "fp4_flops", "interconnect_bandwidth"):
             value = getattr(self, field)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
@@ -76,7 +80,9 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             None,
             3350 * GB,
             80 * GB,
-            "NVIDIA H100 data sheet (SXM): BF16 1,979 / FP8 3,958 TFLOPS with sparsity, 3.35 TB/s",
+            "NVIDIA H100 data sheet (SXM): BF16 1,979 / FP8 3,958 TFLOPS with sparsity, 3.35 TB/s, "
+            "NVLink 900 GB/s",
+            interconnect_bandwidth=900 * GB,
         ),
         GPUProfile(
             "h200",
@@ -86,7 +92,9 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             None,
             4800 * GB,
             141 * GB,
-            "NVIDIA H200 data sheet (SXM): same tensor cores as H100 SXM, 141 GB HBM3e at 4.8 TB/s",
+            "NVIDIA H200 data sheet (SXM): same tensor cores as H100 SXM, 141 GB HBM3e at 4.8 TB/s, "
+            "NVLink 900 GB/s",
+            interconnect_bandwidth=900 * GB,
         ),
         GPUProfile(
             "b200",
@@ -97,7 +105,8 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             8000 * GB,
             180 * GB,
             "NVIDIA HGX/DGX B200 specs: BF16 4.5 / FP8 9 / FP4 18 PFLOPS with sparsity, 8 TB/s, "
-            "1,440 GB per 8 GPUs",
+            "1,440 GB per 8 GPUs, NVLink 1.8 TB/s per GPU",
+            interconnect_bandwidth=1800 * GB,
         ),
         GPUProfile(
             "a100-80gb",
@@ -107,7 +116,8 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             None,
             2039 * GB,
             80 * GB,
-            "NVIDIA A100 data sheet (80GB SXM): BF16 312 TFLOPS dense, 2,039 GB/s; no FP8",
+            "NVIDIA A100 data sheet (80GB SXM): BF16 312 TFLOPS dense, 2,039 GB/s; no FP8; NVLink 600 GB/s",
+            interconnect_bandwidth=600 * GB,
         ),
         GPUProfile(
             "l40s",
@@ -117,7 +127,9 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             None,
             864 * GB,
             48 * GB,
-            "NVIDIA L40S data sheet: BF16 362.05 / FP8 733 TFLOPS dense, 48 GB GDDR6 at 864 GB/s",
+            "NVIDIA L40S data sheet: BF16 362.05 / FP8 733 TFLOPS dense, 48 GB GDDR6 at 864 GB/s; "
+            "PCIe Gen4 x16 64 GB/s (no NVLink)",
+            interconnect_bandwidth=64 * GB,
         ),
         GPUProfile(
             "l4",
@@ -127,7 +139,9 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             None,
             300 * GB,
             24 * GB,
-            "NVIDIA L4 data sheet: BF16 242 / FP8 485 TFLOPS with sparsity, 24 GB at 300 GB/s",
+            "NVIDIA L4 data sheet: BF16 242 / FP8 485 TFLOPS with sparsity, 24 GB at 300 GB/s; "
+            "PCIe Gen4 x16 64 GB/s",
+            interconnect_bandwidth=64 * GB,
         ),
         GPUProfile(
             "rtx-4090",
@@ -138,7 +152,8 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             1008 * GB,
             24 * GB,
             "NVIDIA Ada GPU architecture whitepaper: BF16/FP8 with FP32 accumulate 165.2 / 330.3 TFLOPS "
-            "dense, 1,008 GB/s",
+            "dense, 1,008 GB/s; PCIe 4.0 x16 64 GB/s (no NVLink)",
+            interconnect_bandwidth=64 * GB,
         ),
         GPUProfile(
             "rtx-3090",
@@ -148,7 +163,9 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             None,
             936 * GB,
             24 * GB,
-            "NVIDIA GA102 (Ampere) whitepaper: BF16 with FP32 accumulate 71 TFLOPS dense, 936 GB/s; no FP8",
+            "NVIDIA GA102 (Ampere) whitepaper: BF16 with FP32 accumulate 71 TFLOPS dense, 936 GB/s; no FP8; "
+            "PCIe 4.0 x16 64 GB/s (the optional NVLink bridge, 112.5 GB/s, not assumed)",
+            interconnect_bandwidth=64 * GB,
         ),
         GPUProfile(
             "mi300x",
@@ -158,7 +175,9 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             None,
             5300 * GB,
             192 * GB,
-            "AMD MI300X data sheet: BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 192 GB HBM3 at 5.3 TB/s",
+            "AMD MI300X data sheet: BF16 1,307.4 / FP8 2,614.9 TFLOPS dense, 192 GB HBM3 at 5.3 TB/s, "
+            "Infinity Fabric 896 GB/s aggregate",
+            interconnect_bandwidth=896 * GB,
         ),
     )
 }

@@ -17,7 +17,7 @@ from kvlab.simulator.scheduler import SchedulerConfig
 from kvlab.sizing.capacity import KVCacheConfig, KVCachePlan, plan_kv_cache
 from kvlab.sizing.memory_units import parse_memory
 from kvlab.sizing.mla_spec import MLA_ELEMENT_BYTES
-from kvlab.sizing.pipeline import parse_layer_partition, pipeline_stage_layers
+from kvlab.sizing.pipeline import parse_layer_partition, parse_stage_memory, pipeline_stage_layers
 from kvlab.sizing.profiles import Profile, get_profile
 from kvlab.sizing.state_spec import MAMBA_CACHE_MODES
 from kvlab.sizing.state_unification import HybridBlockChoice
@@ -54,6 +54,8 @@ class EngineConfig:
             (``--pipeline-parallel-size``); ``kv_cache_memory`` is then the memory of one GPU of each stage.
         pipeline_layer_partition: layers per stage (``VLLM_PP_LAYER_PARTITION``, e.g. ``"16,32"`` or
             ``(16, 32)``); ``None`` = vLLM's even split.
+        pipeline_stage_memory: KV-cache memory of one GPU of each stage when the stages' GPUs differ
+            (``"3.18GiB,24GiB"`` or a tuple); replaces ``kv_cache_memory``. ``None`` = the same on all.
     """
 
     model: str | Path | ModelKV
@@ -75,6 +77,7 @@ class EngineConfig:
     decode_context_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     pipeline_layer_partition: tuple[int, ...] | str | None = None
+    pipeline_stage_memory: tuple[int, ...] | str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kv_cache_memory", parse_memory(self.kv_cache_memory, "kv_cache_memory"))
@@ -93,6 +96,9 @@ class EngineConfig:
         if self.pipeline_layer_partition is not None:
             object.__setattr__(self, "pipeline_layer_partition", parse_layer_partition(
                 self.pipeline_layer_partition))
+        if self.pipeline_stage_memory is not None:
+            object.__setattr__(self, "pipeline_stage_memory", parse_stage_memory(
+                self.pipeline_stage_memory, self.pipeline_parallel_size))
         if self.max_model_len is not None and self.max_model_len != -1:
             require_positive_int(self.max_model_len, "max_model_len (or -1 to auto-fit)")
         if self.num_gpu_blocks_override is not None:
@@ -271,6 +277,7 @@ def _plan(config: EngineConfig) -> KVCachePlan:
         config.decode_context_parallel_size,
         config.pipeline_parallel_size,
         config.pipeline_layer_partition,
+        config.pipeline_stage_memory,
     )
     plan = _PLANS.get(key)
     if plan is None:
@@ -287,6 +294,7 @@ def _plan(config: EngineConfig) -> KVCachePlan:
             disable_hybrid=config.disable_hybrid_kv_cache_manager,
             num_gpu_blocks_override=config.num_gpu_blocks_override,
             stages=config.pipeline_stages(),
+            stage_available_bytes=config.pipeline_stage_memory,
         )
         if len(_PLANS) > 64:
             _PLANS.clear()

@@ -60,7 +60,8 @@ class LoggedPrediction:
 
 
 def _roomy_plan(config: EngineConfig) -> KVCachePlan:
-    return config.replace(kv_cache_memory=_ROOMY, num_gpu_blocks_override=None).plan()
+    roomy = config.replace(kv_cache_memory=_ROOMY, num_gpu_blocks_override=None, pipeline_stage_memory=None)
+    return roomy.plan()
 
 
 def predict_from_blocks(config: EngineConfig, num_blocks: tuple[int, ...] | range) -> LoggedPrediction:

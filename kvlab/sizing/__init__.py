@@ -11,11 +11,9 @@
 * :func:`parse_memory`: ``"11.54GiB"`` → bytes.
 """
 
+from kvlab.sizing.cache_config import KVCacheConfig, KVCachePool, KVCacheTensor
 from kvlab.sizing.capacity import (
-    KVCacheConfig,
     KVCachePlan,
-    KVCachePool,
-    KVCacheTensor,
     blocks_per_request,
     bytes_per_block,
     estimate_max_model_len,

@@ -11,58 +11,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from kvlab.sizing.cache_config import KVCacheConfig, KVCachePool, classic_tensors
 from kvlab.sizing.grouping import Grouping, KVCacheGroup, group_layers
 from kvlab.sizing.memory_units import format_gib
 from kvlab.sizing.pipeline import PipelineStage, plan_stages
 from kvlab.sizing.profiles import Profile, get_profile
-from kvlab.sizing.specs import AttentionSpec, UniformTypeSpecs
+from kvlab.sizing.specs import AttentionSpec
 from kvlab.validation import require_positive_int
-
-
-@dataclass(frozen=True)
-class KVCacheTensor:
-    """One raw allocation: ``size_bytes`` shared by the listed layers (one per group)."""
-
-    size_bytes: int
-    shared_by: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class KVCachePool:
-    """One set of block ids (0 … ``num_blocks - 1``, block 0 being the null block) and the groups
-    that draw from it. vLLM has one pool for all groups; TensorRT-LLM one per window size."""
-
-    num_blocks: int
-    group_ids: tuple[int, ...]
-    bytes_per_block: int
-
-
-@dataclass(frozen=True)
-class KVCacheConfig:
-    """The allocator's configuration: groups, pools and the tensors behind them.
-
-    Attributes:
-        groups: the KV-cache groups (one block table each per request).
-        pools: block pools; each group belongs to exactly one.
-        tensors: raw allocations (classic layout: tensor ``i`` is shared by the ``i``-th layer of
-            every group, ``page × num_blocks`` bytes).
-    """
-
-    groups: tuple[KVCacheGroup, ...]
-    pools: tuple[KVCachePool, ...]
-    tensors: tuple[KVCacheTensor, ...] = ()
-
-    @property
-    def num_blocks(self) -> int:
-        """Blocks over all pools (null blocks included)."""
-        return sum(p.num_blocks for p in self.pools)
-
-    def pool_of_group(self, group_id: int) -> int:
-        """Index of the pool group ``group_id`` draws from."""
-        for i, pool in enumerate(self.pools):
-            if group_id in pool.group_ids:
-                return i
-        raise ValueError(f"group_id {group_id} belongs to no pool")
 
 
 def bytes_per_block(grouping: Grouping) -> int:
@@ -131,23 +86,6 @@ def kv_cache_tokens_concurrency(concurrency: float, max_model_len: int) -> int:
     return int(concurrency * max_model_len)
 
 
-def classic_tensors(grouping: Grouping, num_blocks: int) -> tuple[KVCacheTensor, ...]:
-    """The tensors of the classic layout (§1.2)."""
-    groups = grouping.groups
-    if len(groups) == 1 and isinstance(groups[0].spec, UniformTypeSpecs):
-        return tuple(
-            KVCacheTensor(spec.page_size_bytes * num_blocks, (name,)) for name, spec in groups[0].spec.specs
-        )
-    if len(groups) == 1:
-        g = groups[0]
-        return tuple(KVCacheTensor(g.page_size_bytes * num_blocks, (name,)) for name in g.layer_names)
-    page = max(g.page_size_bytes for g in groups)
-    return tuple(
-        KVCacheTensor(page * num_blocks, tuple(g.layer_names[i] for g in groups if i < len(g.layer_names)))
-        for i in range(grouping.group_size)
-    )
-
-
 @dataclass(frozen=True)
 class KVCachePlan:
     """Everything vLLM decides at startup about the KV cache of one configuration.
@@ -200,6 +138,7 @@ def plan_kv_cache(
     disable_hybrid: bool = False,
     num_gpu_blocks_override: int | None = None,
     stages: Sequence[Collection[str]] | None = None,
+    stage_available_bytes: Sequence[int] | None = None,
 ) -> KVCachePlan:
     """Group the layers, size the pool and run vLLM's startup checks (§2.2–2.5).
 
@@ -214,6 +153,8 @@ def plan_kv_cache(
         num_gpu_blocks_override: use this many blocks whatever the memory.
         stages: with pipeline parallelism, the layer names of each stage (every layer of ``specs``
             on exactly one stage); ``available_bytes`` is then the memory of one GPU of each stage.
+        stage_available_bytes: with ``stages``, the memory of one GPU of each stage when they
+            differ (bytes); ``available_bytes`` is then ignored.
 
     Raises:
         ValueError: no memory, a request of ``max_model_len`` tokens does not fit (the message gives
@@ -236,14 +177,18 @@ def plan_kv_cache(
         raise ValueError("the model has no attention layers, so it has no KV cache to size")
     per_block = bytes_per_block(grouping)
     stage_plans: tuple[PipelineStage, ...] = ()
-    tensor_grouping = grouping
+    tensor_grouping, where = grouping, ""
     if stages is not None and len(stages) > 1:
-        # the tightest stage (most bytes per block id) sets the fit check and the block count
-        stage_plans, tensor_grouping = plan_stages(grouping, stages, available_bytes)
-        per_block = max(s.bytes_per_block for s in stage_plans)
+        # the stage that holds the fewest blocks sets the fit check, the estimate and the pool
+        memories = list(stage_available_bytes or [available_bytes] * len(stages))
+        for memory in memories:
+            require_positive_int(memory, "KV-cache memory of a pipeline stage")
+        stage_plans, tight, tensor_grouping = plan_stages(grouping, stages, memories)
+        per_block, available_bytes = stage_plans[tight].bytes_per_block, memories[tight]
+        where = f" on pipeline stage {tight} (the stage that holds the fewest blocks)"
     if available_bytes < 2 * per_block and num_gpu_blocks_override is None:
         raise ValueError(
-            f"{format_gib(available_bytes)} of KV-cache memory holds fewer than 2 blocks of "
+            f"{format_gib(available_bytes)} of KV-cache memory{where} holds fewer than 2 blocks of "
             f"{format_gib(per_block)} (block 0 is the null block, so at least one more is needed). "
             "Increase the KV-cache memory."
         )
@@ -270,7 +215,7 @@ def plan_kv_cache(
         )
         raise ValueError(
             f"a request of max_model_len={max_model_len} tokens needs {format_gib(needed)} of KV cache"
-            f"{' on the tightest pipeline stage' if stage_plans else ''}, more "
+            f"{where}, more "
             f"than the {format_gib(fit_bytes)} available.{hint} Increase the KV-cache memory or decrease "
             "max_model_len."
         )

@@ -29,6 +29,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kvlab.sizing.grouping import Grouping, KVCacheGroup
+from kvlab.sizing.memory_units import parse_memory
 from kvlab.sizing.specs import UniformTypeSpecs
 from kvlab.validation import require_positive_int
 
@@ -90,6 +91,24 @@ def parse_layer_partition(value: tuple[int, ...] | list[int] | str) -> tuple[int
         raise ValueError(
             f"pipeline_layer_partition must be layer counts per stage separated by commas, e.g. "
             f"\"16,32\"; got {value!r}"
+        )
+    return out
+
+
+def parse_stage_memory(
+    value: Sequence[int | float | str] | str, pipeline_parallel_size: int
+) -> tuple[int, ...]:
+    """``"3.18GiB,24GiB"`` or ``(…)`` → bytes per stage, one entry per pipeline stage.
+
+    Raises:
+        ValueError: a memory kvlab cannot read, or not one per stage.
+    """
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    out = tuple(parse_memory(p.strip() if isinstance(p, str) else p, "pipeline stage memory") for p in parts)
+    if len(out) != pipeline_parallel_size:
+        raise ValueError(
+            f"{len(out)} pipeline stage memories given but pipeline_parallel_size is "
+            f"{pipeline_parallel_size}; give one KV-cache memory per stage, e.g. 3.18GiB,24GiB"
         )
     return out
 
@@ -190,34 +209,49 @@ class PipelineStage:
         index: stage number (0 first).
         layer_names: the stage's layers that have a cache or state.
         bytes_per_block: bytes one block id costs on this stage.
+        available_bytes: KV-cache memory of one GPU of this stage.
         blocks_fit: blocks this stage's memory alone would hold (the pool takes the smallest).
     """
 
     index: int
     layer_names: tuple[str, ...]
     bytes_per_block: int
+    available_bytes: int
     blocks_fit: int
 
 
 def plan_stages(
-    grouping: Grouping, stages: Sequence[Collection[str]], available_bytes: int
-) -> tuple[tuple[PipelineStage, ...], Grouping]:
-    """Each stage's block cost and fit, and the projected grouping of the tightest stage.
+    grouping: Grouping, stages: Sequence[Collection[str]], available_bytes: Sequence[int]
+) -> tuple[tuple[PipelineStage, ...], int, Grouping]:
+    """Each stage's block cost and fit, the tightest stage (fewest blocks fit: it sets the pool, the
+    fit check and the length estimate, since a request needs the same blocks on every stage) and its
+    projected grouping.
+
+    Args:
+        grouping: the whole model's groups.
+        stages: layer names of each stage.
+        available_bytes: KV-cache memory of one GPU of each stage (bytes).
 
     Raises:
-        ValueError: a stage without layers, or layers that appear on no stage.
+        ValueError: a stage without layers, layers that appear on no stage, or one memory per stage
+            missing.
     """
     check_stages_hold_layers(stages)
+    if len(available_bytes) != len(stages):
+        raise ValueError(
+            f"{len(available_bytes)} KV-cache memories given for {len(stages)} pipeline stages; give one "
+            "per stage"
+        )
     placed = [n for names in stages for n in names]
     grouped = [n for g in grouping.groups for n in g.layer_names]
     if sorted(placed) != sorted(grouped):
         missing = sorted(set(grouped) - set(placed)) or sorted(set(placed) - set(grouped))
         raise ValueError(f"pipeline stages and KV-cache groups disagree on layers {missing[:4]}")
-    out, tightest, worst = [], None, -1
-    for i, names in enumerate(stages):
+    out, projections = [], []
+    for i, (names, memory) in enumerate(zip(stages, available_bytes, strict=True)):
         projected = project_grouping(grouping, names)
         per_block = max((g.bytes_per_block for g in projected.groups), default=0)
-        out.append(PipelineStage(i, tuple(names), per_block, available_bytes // per_block))
-        if per_block > worst:
-            tightest, worst = projected, per_block
-    return tuple(out), tightest
+        out.append(PipelineStage(i, tuple(names), per_block, memory, memory // per_block))
+        projections.append(projected)
+    tightest = min(range(len(out)), key=lambda i: out[i].blocks_fit)
+    return tuple(out), tightest, projections[tightest]

@@ -45,6 +45,9 @@ class Efficiencies:
         gemm_memory: weight GEMMs, fraction of the bandwidth when reading weights (0.75: 4 tokens
             through the same layers).
         step_overhead_s: fixed time per step: scheduling, sampling, launches (seconds; assumed 3 ms).
+        allreduce: tensor-parallel all-reduces, fraction of the GPU-to-GPU bandwidth per direction
+            (assumed 0.7; not measured by kvlab).
+        allreduce_latency_s: fixed time of one all-reduce (seconds; assumed 10 µs; not measured).
         kernels: the fitted attention and cache-write kernels.
         kernel: which kernel's rows to use (``"kvlab"`` or ``"vllm"`` when measured).
         warnings: fallbacks to the pure roofline that happened (one sentence each).
@@ -53,17 +56,25 @@ class Efficiencies:
     gemm_compute: float = 0.60
     gemm_memory: float = 0.75
     step_overhead_s: float = 0.003
+    allreduce: float = 0.7
+    allreduce_latency_s: float = 10e-6
     kernels: tuple[KernelEfficiency, ...] = ()
     kernel: str = "kvlab"
     warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        for name in ("gemm_compute", "gemm_memory"):
+        for name in ("gemm_compute", "gemm_memory", "allreduce"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
                 raise ValueError(f"{name} must be a fraction in (0, 1], got {value!r}")
-        if isinstance(self.step_overhead_s, bool) or not self.step_overhead_s >= 0:
-            raise ValueError(f"step_overhead_s must be >= 0 seconds, got {self.step_overhead_s!r}")
+        for name in ("step_overhead_s", "allreduce_latency_s"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value < float("inf")
+            ):
+                raise ValueError(f"{name} must be a finite number >= 0 seconds, got {value!r}")
 
     @classmethod
     def from_table(cls, path: str | Path = DEFAULT_TABLE, kernel: str = "kvlab", **fields) -> Efficiencies:
@@ -78,7 +89,15 @@ class Efficiencies:
             for scheme in SCHEME_NAMES
             for kind in KINDS
         )
-        return cls(gemm_compute=1.0, gemm_memory=1.0, step_overhead_s=0.0, kernels=kernels, kernel="roofline")
+        return cls(
+            gemm_compute=1.0,
+            gemm_memory=1.0,
+            step_overhead_s=0.0,
+            allreduce=1.0,
+            allreduce_latency_s=0.0,
+            kernels=kernels,
+            kernel="roofline",
+        )
 
     def replace(self, **changes) -> Efficiencies:
         """A copy with some fields changed (validated again; warnings start empty)."""
@@ -105,6 +124,13 @@ class Efficiencies:
             ["gemm (compute)", "-", f"{self.gemm_compute:.3f}", "-", GEMM_SOURCE],
             ["gemm (weights read)", "-", f"{self.gemm_memory:.3f}", "-", GEMM_SOURCE],
             ["step overhead", "-", "-", f"{self.step_overhead_s * 1e3:.2f} ms", "assumed"],
+            [
+                "TP all-reduce",
+                "-",
+                f"{self.allreduce:.3f}",
+                f"{self.allreduce_latency_s * 1e6:.1f} us",
+                "assumed (ring all-reduce over the GPU-to-GPU link)",
+            ],
         ]
         for k in self.kernels:
             if k.kernel == self.kernel:

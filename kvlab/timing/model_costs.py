@@ -55,6 +55,9 @@ class ModelCosts:
         compute_dtype: the tensor-core format of the weight GEMMs.
         kv_cache_dtype: the KV scheme.
         groups: the attention layers, grouped by shape.
+        tensor_parallel_size: GPUs the model is split over.
+        hidden_size: the residual width (elements) that tensor parallelism all-reduces twice per
+            layer (after attention and after the MLP); 0 = unknown.
     """
 
     name: str
@@ -65,6 +68,8 @@ class ModelCosts:
     compute_dtype: str
     kv_cache_dtype: str
     groups: tuple[LayerGroupCost, ...]
+    tensor_parallel_size: int = 1
+    hidden_size: int = 0
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -118,4 +123,7 @@ class ModelCosts:
             compute_dtype=WEIGHT_COMPUTE_DTYPE[weight_dtype],
             kv_cache_dtype=kv_cache_dtype,
             groups=groups,
+            tensor_parallel_size=tp,
+            # without hidden_size, the attention output width (q heads × head size) stands in for it
+            hidden_size=model.hidden_size or model.num_attention_heads * model.layers[0].head_size,
         )

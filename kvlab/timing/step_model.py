@@ -9,13 +9,17 @@ A step runs ``chunks``: ``(new_tokens, context)`` per scheduled request (a decod
   FLOPs ``= 4 × q heads × head size × keys attended`` per layer (QKᵀ and PV, causal, windows);
 * attention decode (``n = 1``): ``layers × latency + KV bytes read / (BW × e_d)``;
 * cache write: ``layers × latency + T × KV bytes per token / (BW × e_w)``;
+* tensor parallelism (TP > 1): two all-reduces per layer of the step's ``T × hidden`` bf16
+  activations, ring algorithm: ``latency + 2 (TP − 1) / TP × bytes / (link BW per direction × e_a)``
+  each, the link bandwidth per direction being half the GPU profile's ``interconnect_bandwidth``;
 * a fixed per-step overhead.
 
 Worked example (Llama 3.1 8B, bf16 weights and cache, H100 SXM, one decode at context 1023, pure
 roofline: every efficiency 1, no latencies or overhead): weights ``8.03e9 × 2 B / 3.35e12 B/s =
 4.794 ms``; KV read ``1024 × 32 layers × 4096 B / 3.35e12 = 0.0401 ms``; write ``32 × 4096 B /
-3.35e12 ≈ 0.00004 ms``; total ≈ 4.834 ms. Tensor parallelism divides weights and heads; its
-all-reduces are not modelled.
+3.35e12 ≈ 0.00004 ms``; total ≈ 4.834 ms. With TP 2 the weights and heads halve and the step adds
+64 all-reduces of ``4096 × 2 B``: ``64 × (2 × 1/2 × 8192 B) / 450e9 B/s = 1.165 µs`` (pure roofline,
+no all-reduce latency; kvlab's default assumes 10 µs each, 0.64 ms here).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class StepTime:
         gemm_s / attention_prefill_s / attention_decode_s / cache_write_s / overhead_s: the parts.
         gemm_bound: ``"compute"`` or ``"memory"``: which side of the roofline the GEMMs are on.
         num_tokens: tokens the step ran.
+        allreduce_s: tensor-parallel all-reduces (0 with one GPU).
     """
 
     gemm_s: float
@@ -46,6 +51,7 @@ class StepTime:
     overhead_s: float
     gemm_bound: str
     num_tokens: int
+    allreduce_s: float = 0.0
 
     @property
     def total_s(self) -> float:
@@ -56,6 +62,7 @@ class StepTime:
             + self.attention_decode_s
             + self.cache_write_s
             + self.overhead_s
+            + self.allreduce_s
         )
 
 
@@ -96,6 +103,16 @@ class StepTimeModel:
         self._num_layers = sum(gr.num_layers for gr in self.costs.groups)
         self._write_per_token = self.costs.kv_bytes_per_token / (g.memory_bandwidth * self._write_eff)
         self._active_share = self.costs.active_parameters / self.costs.total_parameters
+        tp = self.costs.tensor_parallel_size
+        if tp > 1 and g.interconnect_bandwidth is None:
+            raise ValueError(
+                f"GPU {g.name!r} has no interconnect_bandwidth: give its GPU-to-GPU bandwidth (bytes/s) "
+                "in the GPUProfile to time tensor parallelism, or use tensor_parallel_size=1"
+            )
+        # per token: 2 all-reduces per layer, each moving 2 (tp - 1) / tp of the bf16 activations
+        self._allreduces = 2 * self._num_layers if tp > 1 else 0
+        link = (g.interconnect_bandwidth or 1.0) / 2 * eff.allreduce
+        self._allreduce_per_token = 2 * (tp - 1) / tp * self.costs.hidden_size * 2 / link
 
     @property
     def warnings(self) -> list[str]:
@@ -139,8 +156,18 @@ class StepTimeModel:
         gemm_s, bound = self.gemm_time(tokens)
         decode_s = self._num_layers * self._decode_lat + decode_bytes / self._bw_decode if any_decode else 0.0
         write_s = self._num_layers * self._write_lat + tokens * self._write_per_token
+        allreduce_s = self._allreduces * (
+            self.efficiencies.allreduce_latency_s + tokens * self._allreduce_per_token
+        )
         return StepTime(
-            gemm_s, prefill_s, decode_s, write_s, self.efficiencies.step_overhead_s, bound, tokens
+            gemm_s,
+            prefill_s,
+            decode_s,
+            write_s,
+            self.efficiencies.step_overhead_s,
+            bound,
+            tokens,
+            allreduce_s,
         )
 
     def __call__(self, chunks: Sequence[tuple[int, int]]) -> float:

@@ -82,10 +82,11 @@ def test_a_group_block_is_keyed_by_the_hashes_it_spans():
 
 
 def test_a_group_block_past_the_whole_ones_has_no_key():
-    """Index 2 would need h4 and h5; index -3 is before the first block."""
+    """Index 2 would need h4 and h5; index -3 is before the first block. The error names the index
+    (after a negative one is counted from the end: -3 + 2 = -1)."""
     view = group_block_hashes(H, 2)
-    for bad in (2, 3, -3):
-        with pytest.raises(IndexError):
+    for bad, named in ((2, "2"), (3, "3"), (-3, "-1")):
+        with pytest.raises(IndexError, match=f"^{named}$"):
             view[bad]
 
 

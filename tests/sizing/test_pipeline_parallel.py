@@ -167,3 +167,51 @@ def test_cli_bad_partition_is_one_line(capsys):
     code = main(["capacity", "--model", "llama-3.1-8b", "-pp", "2", "--pp-layer-partition", "16,17"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "num_hidden_layers=32" in err
+
+
+def _coder_shape():
+    return model_from_hf_config({"num_hidden_layers": 48, "num_attention_heads": 32,
+                                 "num_key_value_heads": 4, "head_dim": 128,
+                                 "max_position_embeddings": 262144}, name="qwen3-coder-shape")
+
+
+@pytest.mark.parametrize(("memory", "blocks", "tightest"), [
+    # stage 0: 16 layers x 32,768 B = 512 KiB per block; stage 1: 32 layers = 1 MiB per block
+    (("4GiB", "6GiB"), (8_192, 6_144), 1),   # 4 GiB / 512 KiB = 8,192; 6 GiB / 1 MiB = 6,144
+    (("2GiB", "6GiB"), (4_096, 6_144), 0),   # the small GPU on the short stage binds
+])
+def test_each_stage_has_its_own_memory(memory, blocks, tightest):
+    plan = capacity(EngineConfig(_coder_shape(), max_model_len=32768, pipeline_parallel_size=2,
+                                 pipeline_layer_partition="16,32", pipeline_stage_memory=",".join(memory),
+                                 profile="vllm-0.21"))
+    assert [s.blocks_fit for s in plan.stages] == list(blocks)
+    assert plan.num_blocks == min(blocks)
+    assert plan.bytes_per_block == plan.stages[tightest].bytes_per_block
+
+
+def test_the_stage_that_does_not_fit_is_named():
+    # L = 262,144 needs 16,384 blocks; stage 0 (2 GiB, 512 KiB blocks) holds 4,096: 8.0 GiB needed there
+    cfg = EngineConfig(_coder_shape(), max_model_len=262144, pipeline_parallel_size=2,
+                       pipeline_layer_partition="16,32", pipeline_stage_memory="2GiB,24GiB",
+                       profile="vllm-0.21")
+    with pytest.raises(ValueError, match=r"needs 8\.0+ GiB of KV cache on pipeline stage 0 .*is 65536"):
+        capacity(cfg)
+
+
+def test_stage_memory_needs_one_entry_per_stage(capsys):
+    assert main(["capacity", "--model", "llama-3.1-8b", "-pp", "2", "--pp-stage-memory", "4GiB"]) == 2
+    assert "1 pipeline stage memories given but pipeline_parallel_size is 2" in capsys.readouterr().err
+
+
+def test_glm_pp8_fits_once_each_stage_checks_its_own_layers():
+    # GLM-4.7 shape (92 layers, 8 KV heads x 128): stages of 11, 11, 11, 12, 12, 12, 12, 11 layers; a block
+    # costs 12 x 65,536 = 786,432 B on the 12-layer stages; L = 202,752 needs 12,672 blocks = 9.28125 GiB,
+    # well inside the 28.57 GiB that vLLM's whole-model check of the time compared 71.16 GiB with
+    model = model_from_hf_config({"num_hidden_layers": 92, "num_attention_heads": 96,
+                                  "num_key_value_heads": 8, "head_dim": 128,
+                                  "max_position_embeddings": 202752}, name="glm-shape")
+    plan = capacity(EngineConfig(model, int(28.57 * GIB), max_model_len=202752, pipeline_parallel_size=8,
+                                 profile="vllm-0.20"))
+    assert [len(s.layer_names) for s in plan.stages] == [11, 11, 11, 12, 12, 12, 12, 11]
+    assert plan.bytes_per_block == 786_432 and plan.blocks_per_max_request == 12_672
+    assert plan.bytes_per_block * plan.blocks_per_max_request == int(9.28125 * GIB)

@@ -160,3 +160,46 @@ def test_efficiencies_are_validated_and_printed_with_their_source():
         "assumed",
     ]
     assert any(r[1] == "int8_per_token_head" and "decode_NVIDIA_H100" in r[-1] for r in rows)
+
+
+def test_tensor_parallel_all_reduces_by_hand():
+    """Llama 3.1 8B on two H100s (NVLink 900 GB/s both ways: 450e9 B/s per direction), one decode:
+    32 layers × 2 all-reduces of 1 token × 4096 × 2 B; a ring moves 2 × (2 - 1) / 2 × 8192 B = 8192 B
+    per GPU each, so 64 × 8192 / 450e9 = 1.165 µs at full link speed and no latency. With the
+    default assumptions (70 % of the link, 10 µs each): 64 × (10 µs + 8192 / 315e9) = 641.7 µs.
+    A 512-token prefill chunk: 64 × 512 × 8192 / 450e9 = 596.5 µs."""
+    pure = StepTimeModel(
+        "h100", get_model("llama-3.1-8b"), tensor_parallel_size=2, efficiencies=Efficiencies.pure()
+    )
+    assert pure.step_time([(1, 100)]).allreduce_s == pytest.approx(64 * 8192 / 450e9, rel=1e-12)
+    assert pure.step_time([(512, 0)]).allreduce_s == pytest.approx(64 * 512 * 8192 / 450e9, rel=1e-12)
+    default = StepTimeModel("h100", get_model("llama-3.1-8b"), tensor_parallel_size=2)
+    st = default.step_time([(1, 100)])
+    assert st.allreduce_s == pytest.approx(64 * (10e-6 + 8192 / (450e9 * 0.7)), rel=1e-12)
+    assert st.total_s == pytest.approx(
+        st.gemm_s
+        + st.attention_prefill_s
+        + st.attention_decode_s
+        + st.cache_write_s
+        + st.overhead_s
+        + st.allreduce_s,
+        rel=1e-12,
+    )
+    # one GPU: no all-reduce; four GPUs over PCIe (L40S, 64 GB/s both ways): 2 × 3/4 of the bytes
+    assert StepTimeModel("h100", get_model("llama-3.1-8b")).step_time([(1, 100)]).allreduce_s == 0.0
+    l40s = StepTimeModel(
+        "l40s", get_model("llama-3.1-8b"), tensor_parallel_size=4, efficiencies=Efficiencies.pure()
+    )
+    assert l40s.step_time([(1, 100)]).allreduce_s == pytest.approx(64 * 1.5 * 8192 / 32e9, rel=1e-12)
+
+
+def test_tensor_parallel_needs_a_link_bandwidth():
+    mine = GPUProfile("mine", "my GPU", 100e12, None, None, 1e12, 24 * 10**9)
+    assert StepTimeModel(mine, get_model("llama-3.1-8b")).step_time([(1, 10)]).allreduce_s == 0.0
+    with pytest.raises(ValueError, match="no interconnect_bandwidth: give its GPU-to-GPU bandwidth"):
+        StepTimeModel(mine, get_model("llama-3.1-8b"), tensor_parallel_size=2)
+    with pytest.raises(ValueError, match="interconnect_bandwidth of GPU 'mine' must be a number > 0"):
+        GPUProfile("mine", "my GPU", 100e12, None, None, 1e12, 24 * 10**9, interconnect_bandwidth=0)
+    with pytest.raises(ValueError, match="allreduce_latency_s must be a finite number >= 0 seconds"):
+        Efficiencies(allreduce_latency_s=-1e-6)
+    assert Efficiencies.from_table().rows()[3][:4] == ["TP all-reduce", "-", "0.700", "10.0 us"]

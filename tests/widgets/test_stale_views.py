@@ -39,10 +39,11 @@ def test_lesson_05_window_16384_marks_every_figure_and_clears_the_numbers():
     for name, fig in explorer.figures.items():
         assert figure_is_stale(fig) and _veiled(fig), name
         assert fig.layout.title.text == STALE_TITLE_PREFIX + before[name]
-    assert panel_is_stale(explorer.panels["banners"])
-    visible = html.unescape(re.sub(r"<[^>]+>", "", explorer.panels["banners"].value))
-    assert not re.search(r"\d", visible)  # no number left on screen
-    assert explorer.stale == {"timeline", "blocks", "gate", "banners", "time", "throughput", "ttft"}
+    for panel in ("banners", "time"):
+        assert panel_is_stale(explorer.panels[panel])
+        visible = html.unescape(re.sub(r"<[^>]+>", "", explorer.panels[panel].value))
+        assert not re.search(r"\d", visible), panel  # no number left on screen
+    assert explorer.stale == {"timeline", "blocks", "gate", "throughput", "ttft", "banners", "time"}
 
     explorer.controls["sliding_window"].value = 2048
     fresh = build_admission_explorer(sliding_window=2048, debounce_s=0)
@@ -52,6 +53,7 @@ def test_lesson_05_window_16384_marks_every_figure_and_clears_the_numbers():
         assert fig.layout.title.font.color is None
         assert _data(fig) == _data(fresh.figures[name]), name
     assert explorer.panels["banners"].value == fresh.panels["banners"].value
+    assert explorer.panels["time"].value == fresh.panels["time"].value
 
 
 def test_lesson_01_too_little_memory_marks_only_what_needs_the_startup():

@@ -1,0 +1,296 @@
+"""One key tile of the low-bit attention kernel: packed codes → dot operands → online softmax.
+
+**Codes by position in the byte.** Byte ``j`` of a row holds channels ``j·P + k`` for
+``k = 0 .. P − 1`` (``P = 8 / bits``). Instead of widening a byte tile to ``[TILE_N, D]`` (a
+reshape that interleaves channels and costs a shuffle through shared memory), the tile is used as
+``P`` *parts* ``(byte >> k·bits) & mask`` of shape ``[TILE_N, D / P]``, each a plain elementwise
+function of the loaded bytes. The query is loaded once as the matching ``P`` strided parts, so
+``q · kᵀ = Σ_k q_k · k_kᵀ`` (``P`` dots of depth ``D / P``), and the output is kept as ``P``
+accumulators ``p · v_k`` that are stored to channels ``j·P + k`` at the end. Nothing is interleaved.
+
+**Dequantization, cheap on the GPU.**
+
+* ``int4_per_token_head``: ``code − 8`` is an int8 in −7..7, converted to the dot dtype (Triton lowers
+  int8 → bf16/fp16 to byte permutes and one packed subtraction, no conversion instruction); the K
+  scale multiplies the score, the V scale folds into ``p``, as for int8 per-token-head.
+* KIVI with 16-bit queries: the dots run in **fp16**. KIVI's scales and zero points are fp16 and its
+  values lie within fp16's range, so ``code · s + z`` is computed in fp16 (packed half-precision
+  arithmetic, no fp32 round trip and no conversion instruction), one rounding to fp16 per element
+  (finer than bf16's). A bf16 query is scaled into fp16's range by a power of two (exact, see
+  :mod:`kvlab.kernels.lowbit_attention`). With fp32 queries everything is fp32.
+* KIVI key scales belong to (block, channel): a tile of ``BPT`` whole blocks loads them as
+  ``[BPT, D / P]`` and broadcasts each over its block's keys; value scales belong to (token, group of
+  ``G`` channels) and are broadcast over the ``G / P`` bytes of their group: the code tiles are
+  loaded in those 3-D shapes directly, and flattened only for the dot.
+
+**Residual.** ``MIXED=False`` tiles hold only quantized blocks (the kernel knows which tiles are past
+the residual of every sequence), so they load no residual at all. ``MIXED=True`` tiles (the last few
+of a KIVI sequence) pick, per key, the bf16 residual row when ``residual_page[block] >= 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32
+from kvlab.kernels.runtime import tl, triton
+
+LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
+
+
+@triton.jit
+def code_part(b, K: tl.constexpr, BITS: tl.constexpr):
+    """Codes at position ``K`` of every byte of ``b`` (uint8 in, uint8 out)."""
+    return (b >> (K * BITS)) & ((1 << BITS) - 1)
+
+
+@triton.jit
+def _run_unpack(b, ASM: tl.constexpr, FP16: tl.constexpr):
+    if FP16:
+        return tl.inline_asm_elementwise(ASM, "=r,=r,r", [b], dtype=tl.float16, is_pure=True, pack=4)
+    else:
+        return tl.inline_asm_elementwise(ASM, "=r,=r,r", [b], dtype=tl.bfloat16, is_pure=True, pack=4)
+
+
+@triton.jit
+def code_values(b, K: tl.constexpr, BITS: tl.constexpr, ASM: tl.constexpr, OFFSET: tl.constexpr,
+                DTYPE: tl.constexpr):
+    """``code − OFFSET`` of part ``K`` of bytes ``b`` as ``DTYPE`` (bf16/fp16), compiled mode only.
+
+    With the host's PTX for this part (``ASM``, :func:`kvlab.kernels.lowbit_attention_call.unpack_asm`)
+    four codes at a time become four 16-bit numbers by byte permutes, a shift, one logic op and a
+    packed subtraction (about two instructions per code); without it, by Triton's own casts.
+    """
+    if ASM != "":
+        x = _run_unpack(b, ASM, DTYPE.is_fp16())
+    else:
+        x = (code_part(b, K, BITS).to(tl.int8) - OFFSET).to(DTYPE)
+    return x
+
+
+@triton.jit
+def as_dot_operand(x, DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
+    """An exact int8/fp16/bf16 tensor → dot operand: the dot dtype compiled, fp32 in the interpreter
+    (whose bf16 dot multiplies bit patterns; see :mod:`kvlab.kernels.numerics`)."""
+    if INTERPRET_:
+        return round_to_dot_dtype(to_fp32(x, INTERPRET_), DOT_DTYPE, INTERPRET_)
+    else:
+        return x.to(DOT_DTYPE)
+
+
+@triton.jit
+def kivi_dequant(b, K: tl.constexpr, BITS: tl.constexpr, s, z, ASM: tl.constexpr, HALF_DEQ: tl.constexpr,
+                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
+    """``c · s + z`` for the codes of part ``K`` of bytes ``b`` (fp16 scale and zero point broadcastable
+    to ``b``) as dot operand."""
+    c = code_part(b, K, BITS)
+    if HALF_DEQ and ASM != "":
+        x = code_values(b, K, BITS, ASM, 0, tl.float16) * s + z
+    elif HALF_DEQ:
+        # code → fp16 without a conversion instruction: 0x6400 | c is the fp16 number 1024 + c
+        # (c < 1024), and subtracting 1024 is exact
+        x = ((c.to(tl.int16) | 0x6400).to(tl.float16, bitcast=True) - 1024.0) * s + z
+    else:
+        x = c.to(tl.float32) * s.to(tl.float32) + z.to(tl.float32)
+    return as_dot_operand(x, DOT_DTYPE, INTERPRET_)
+
+
+@triton.jit
+def key_bytes(kc_ptr, slot_row, packed, DP: tl.constexpr, DP_PAD: tl.constexpr, KIVI: tl.constexpr,
+              BPT: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    """The tile's key code bytes, loaded once: ``[TILE_N, D / P]``, or ``[BPT, B, D / P]`` for KIVI
+    tiles of several blocks (so that per-block scales broadcast without a reshape)."""
+    j = tl.arange(0, DP_PAD)
+    jm = j < DP
+    if KIVI and BPT > 1:
+        slot3 = tl.reshape(slot_row, [BPT, BLOCK_SIZE])
+        packed3 = tl.reshape(packed, [BPT, BLOCK_SIZE])
+        return tl.load(kc_ptr + slot3[:, :, None] * DP + j[None, None, :],
+                       mask=packed3[:, :, None] & jm[None, None, :], other=0)
+    else:
+        return tl.load(kc_ptr + slot_row[:, None] * DP + j[None, :], mask=packed[:, None] & jm[None, :],
+                       other=0)
+
+
+@triton.jit
+def key_scale_words(ks_ptr, kz_ptr, blk_b, b_valid, kv_head, NUM_KV_HEADS: tl.constexpr, DP: tl.constexpr,
+                    DP_PAD: tl.constexpr):
+    """KIVI key scales and zero points of the tile's blocks as *words* ``[BPT, D / P]``: the cache's
+    fp16 rows read as ``P·16``-bit integers (the host passes int32/int64 views), so word ``j`` holds the
+    ``P`` scales of byte ``j``'s ``P`` codes. One wide load replaces ``P`` scattered 2-byte loads."""
+    j = tl.arange(0, DP_PAD)
+    off = (blk_b * NUM_KV_HEADS + kv_head)[:, None] * DP + j[None, :]
+    m = b_valid[:, None] & (j < DP)[None, :]
+    return tl.load(ks_ptr + off, mask=m, other=0), tl.load(kz_ptr + off, mask=m, other=0)
+
+
+@triton.jit
+def half_of_word(w, K: tl.constexpr):
+    """fp16 number ``K`` (from the low end) of integer words ``w``."""
+    return ((w >> (16 * K)) & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True)
+
+
+@triton.jit
+def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, D: tl.constexpr,
+             DP: tl.constexpr, DP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr,
+             MIXED: tl.constexpr,
+             BPT: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
+             INTERPRET_: tl.constexpr):
+    """Part ``K`` of the key tile (bytes ``b`` from :func:`key_bytes`, KIVI scale words ``ws``/``wz`` from
+    :func:`key_scale_words`), ``[TILE_N, D / P]`` padded, as dot operand."""
+    if KIVI:
+        s = half_of_word(ws, K)
+        z = half_of_word(wz, K)
+        if BPT > 1:
+            x = kivi_dequant(b, K, BITS, s[:, None, :], z[:, None, :], ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+            x = tl.reshape(x, [TILE_N, DP_PAD])
+        else:
+            x = kivi_dequant(b, K, BITS, s, z, ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        if MIXED:
+            j = tl.arange(0, DP_PAD)
+            r = tl.load(rk_ptr + res_row[:, None] * D + j[None, :] * P + K,
+                        mask=from_res[:, None] & (j < DP)[None, :], other=0.0)
+            x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
+    elif ASM != "":
+        x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
+    else:
+        x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
+    return x
+
+
+@triton.jit
+def value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV: tl.constexpr, DVP: tl.constexpr,
+                DVP_PAD: tl.constexpr, G: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr):
+    """The tile's value code bytes, loaded once, and for KIVI the scales and zero points of their
+    groups: ``[TILE_N, Dv/G, G/P]`` bytes and ``[TILE_N, Dv/G, 1]`` fp16 (one group's bytes hold the same
+    channels' codes at every position ``K``, so all parts share them). int4: ``[TILE_N, Dv / P]``."""
+    if KIVI:
+        NG: tl.constexpr = DVP_PAD * P // G  # value groups (padded)
+        GB: tl.constexpr = G // P  # bytes of one group
+        g = tl.arange(0, NG)
+        gm = packed[:, None] & (g < DV // G)[None, :]
+        byte = g[:, None] * GB + tl.arange(0, GB)[None, :]
+        b = tl.load(vc_ptr + slot_row[:, None, None] * DVP + byte[None, :, :], mask=gm[:, :, None], other=0)
+        grp = slot_row[:, None] * (DV // G) + g[None, :]
+        s = tl.load(vs_ptr + grp, mask=gm, other=0.0)[:, :, None]
+        z = tl.load(vz_ptr + grp, mask=gm, other=0.0)[:, :, None]
+        return b, s, z
+    else:
+        jv = tl.arange(0, DVP_PAD)
+        b = tl.load(vc_ptr + slot_row[:, None] * DVP + jv[None, :],
+                    mask=packed[:, None] & (jv < DVP)[None, :],
+                    other=0)
+        return b, b, b
+
+
+@triton.jit
+def value_part(b, s, z, rv_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, DV: tl.constexpr,
+               DVP: tl.constexpr, DVP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr,
+               KIVI: tl.constexpr,
+               MIXED: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
+               INTERPRET_: tl.constexpr):
+    """Part ``K`` of the value tile (from :func:`value_bytes`), ``[TILE_N, Dv / P]`` padded, as operand."""
+    if KIVI:
+        x = kivi_dequant(b, K, BITS, s, z, ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        x = tl.reshape(x, [TILE_N, DVP_PAD])
+        if MIXED:
+            jv = tl.arange(0, DVP_PAD)
+            r = tl.load(rv_ptr + res_row[:, None] * DV + jv[None, :] * P + K,
+                        mask=from_res[:, None] & (jv < DVP)[None, :], other=0.0)
+            x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
+    elif ASM != "":
+        x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
+    else:
+        x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
+    return x
+
+
+@triton.jit
+def attend_lowbit_tile(
+    t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
+    kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap, window,
+    MIXED: tl.constexpr, NUM_KV_HEADS: tl.constexpr, D: tl.constexpr, DP: tl.constexpr, DP_PAD: tl.constexpr,
+    DV: tl.constexpr, DVP: tl.constexpr, DVP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr,
+    G: tl.constexpr, KIVI: tl.constexpr, BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr,
+    HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, INTERPRET_: tl.constexpr,
+    ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
+):
+    """Fold key tile ``t`` into the online softmax ``(m_i, l_i)`` and the ``P`` accumulator parts
+    ``a0 .. a3`` (``a2``, ``a3`` pass through unused when ``P == 2``)."""
+    BPT: tl.constexpr = TILE_N // BLOCK_SIZE  # whole cache blocks per tile
+    n = t * TILE_N + tl.arange(0, TILE_N)
+    n_valid = (n >= kv_start) & (n < kv_end)
+    blk = tl.load(bt_row + n // BLOCK_SIZE, mask=n_valid, other=0).to(tl.int64)
+    slot_row = (blk * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head  # [TILE_N]
+    if KIVI:
+        offs_b = tl.arange(0, BPT)
+        first = t * TILE_N + offs_b * BLOCK_SIZE
+        b_valid = (first + BLOCK_SIZE > kv_start) & (first < kv_end)
+        blk_b = tl.load(bt_row + t * BPT + offs_b, mask=b_valid, other=0).to(tl.int64)
+    else:
+        b_valid = n_valid
+        blk_b = blk
+    if MIXED:
+        page = tl.load(rpage_ptr + blk, mask=n_valid, other=-1).to(tl.int64)
+        from_res = n_valid & (page >= 0)
+        packed = n_valid & (page < 0)
+        res_row = (page * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head
+    else:
+        from_res = n_valid
+        packed = n_valid
+        res_row = slot_row
+
+    kb = key_bytes(kc_ptr, slot_row, packed, DP, DP_PAD, KIVI, BPT, BLOCK_SIZE)
+    if KIVI:
+        ws, wz = key_scale_words(ks_ptr, kz_ptr, blk_b, b_valid, kv_head, NUM_KV_HEADS, DP, DP_PAD)
+    else:
+        ws = kb
+        wz = kb
+    k0 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 0, ASM0, D, DP, DP_PAD, BITS, P, KIVI,
+                  MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    s = tl.dot(q0, tl.trans(k0), input_precision=DOT_PRECISION)
+    k1 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 1, ASM1, D, DP, DP_PAD, BITS, P, KIVI,
+                  MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    s = tl.dot(q1, tl.trans(k1), s, input_precision=DOT_PRECISION)
+    if P == 4:
+        k2 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 2, ASM2, D, DP, DP_PAD, BITS, P,
+                      KIVI, MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        s = tl.dot(q2, tl.trans(k2), s, input_precision=DOT_PRECISION)
+        k3 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 3, ASM3, D, DP, DP_PAD, BITS, P,
+                      KIVI, MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        s = tl.dot(q3, tl.trans(k3), s, input_precision=DOT_PRECISION)
+    if KIVI:
+        s = s * qk_scale
+    else:  # int4 per-token-head: the K scale multiplies the score
+        s = s * (qk_scale * tl.load(ks_ptr + slot_row, mask=n_valid, other=1.0))[None, :]
+    if USE_SOFTCAP:
+        s = softcap * (1.0 - 2.0 / (tl.exp(tl.minimum(2.0 * s / softcap, 40.0)) + 1.0))
+    dist = q_pos[:, None] - n[None, :]
+    allowed = row_valid[:, None] & n_valid[None, :] & (dist >= 0)
+    if USE_WINDOW:
+        allowed = allowed & (dist < window)
+    s = tl.where(allowed, s * LOG2E, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m_i - m_safe)
+    p = tl.exp2(s - m_safe[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    if not KIVI:  # the V scale folds into p, after the softmax sum took the unscaled p
+        p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
+    p = round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_)
+    vb, vs, vz = value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV, DVP, DVP_PAD, G, P, KIVI)
+    v0 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 0, ASM0, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
+                    TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    a0 = tl.dot(p, v0, a0 * alpha[:, None], input_precision=DOT_PRECISION)
+    v1 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 1, ASM1, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
+                    TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    a1 = tl.dot(p, v1, a1 * alpha[:, None], input_precision=DOT_PRECISION)
+    if P == 4:
+        v2 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 2, ASM2, DV, DVP, DVP_PAD, BITS, P, KIVI,
+                        MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        a2 = tl.dot(p, v2, a2 * alpha[:, None], input_precision=DOT_PRECISION)
+        v3 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 3, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI,
+                        MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        a3 = tl.dot(p, v3, a3 * alpha[:, None], input_precision=DOT_PRECISION)
+    return m_new, l_i, a0, a1, a2, a3
