@@ -62,9 +62,14 @@ INTERACTIONS: dict[str, tuple[str, str, str, object]] = {
 }
 
 
+#: Longest a notebook may take to run in the browser (lesson 07 generates text with a real model:
+#: over 3 minutes on a busy 2-core machine).
+RUN_TIMEOUT_MS = 600_000
+
+
 def _run(page, lab_server, name: str) -> None:
     open_notebook(page, lab_server.url, f"{name}.ipynb")
-    run_all_cells(page)
+    run_all_cells(page, timeout_ms=RUN_TIMEOUT_MS)
     assert error_outputs(page) == [], f"{name} showed a traceback\n{lab_server.log_tail()}"
 
 
