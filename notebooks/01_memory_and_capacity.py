@@ -155,6 +155,27 @@ for dtype in ("auto", "fp8", "int8_per_token_head", "fp8_per_token_head"):
 # token and head (3 % more bytes), so they fit 1.94× as many requests as bfloat16.
 
 # %% [markdown]
+# Below one byte vLLM has no format. kvlab has three of its own, **kvlab schemes, not vLLM
+# `--kv-cache-dtype` values** (lesson 2 measures what they do to attention): 4-bit codes with one
+# scale per token and head, and KIVI's 4- and 2-bit codes with fp16 scales and zero points per key
+# channel (per block) and per group of value channels (per token). Capacity counts their bytes with
+# the same rules, scales and zero points included:
+
+# %%
+for dtype in ("int4_per_token_head", "kivi4", "kivi2"):
+    p = capacity(cfg.replace(kv_cache_dtype=dtype))
+    print(f"{dtype:20s} bytes/block {p.bytes_per_block:>9,}  blocks {p.num_blocks:>6,}  "
+          f"max concurrency {p.max_concurrency:.2f}")
+
+# %% [markdown]
+# 2-bit KIVI fits 4.6× as many 32k-token requests as bfloat16, not 8×: its scales and zero points cost
+# 1.5 bits per element next to the 2-bit codes. 4-bit KIVI pays more for them than the symmetric
+# int4 scheme (an fp16 scale and zero point per 32 values of V and per 16 of K, against one fp32
+# scale per 128 values).
+# Lesson 6 does the same for Gemma 4 31B (`kvlab capacity --model gemma-4-31b -tp 2
+# --kv-cache-memory 16GiB --max-model-len 131072 --kv-cache-dtype kivi2`: 6.28 requests, bfloat16 1.37).
+
+# %% [markdown]
 # ## 7. Every family: where do one request's bytes go?
 #
 # Models people deploy today store far less than "layers × heads × 2" per token, each with its own
@@ -227,7 +248,8 @@ family_picker.ui
 # * Sliding windows pay off for long requests only: each sliding group still reserves the window plus the
 #   tokens of one step, and hybrid grouping adds padding.
 # * The "GPU KV cache size" log line changed formula in v0.21; compare concurrency instead.
-# * A 1-byte cache nearly doubles capacity; per-token-head scales cost 3 % of it.
+# * A 1-byte cache nearly doubles capacity; per-token-head scales cost 3 % of it. kvlab's own 4- and
+#   2-bit schemes (not vLLM's) go further, their scales and zero points counted like the codes.
 # * MLA caches one latent per token (not split by TP); hybrids keep a fixed state per request and raise
 #   the attention block to match it; shared layers store nothing; a speculative draft adds its own K/V
 #   and lookahead slots.

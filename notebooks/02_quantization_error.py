@@ -221,8 +221,9 @@ frontier_figure(points, "Error vs bytes, synthetic K/V with outlier channels (51
 # more accurate than `int4_per_token_head` (4.25 bits), because its keys are quantized per channel.
 # At 2 bits the error is large on this data whatever the group; a longer residual (`_r8`: 128 tokens
 # in bf16) helps in proportion to the share of the context it covers. `benchmarks/frontier.py` draws
-# the full table (G = 32/64/128, two residual lengths, synthetic and MiniLM K/V) into
-# `benchmarks/results/frontier.csv`.
+# the full table (G = 32/64/128, two residual lengths, synthetic and MiniLM K/V, and what each scheme
+# does to a real model: SmolLM2-135M's perplexity and top-1 agreement, as in lesson 7) into
+# `benchmarks/results/frontier.csv`. There 4-bit KIVI is as good as the 8-bit formats; 2 bits are not.
 #
 # What the bytes buy: `kvlab capacity --model gemma-4-31b -tp 2 --kv-cache-memory 16GiB
 # --max-model-len 131072 --kv-cache-dtype kivi2` fits about 4.6 times as many 128k-token requests as

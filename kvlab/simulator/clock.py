@@ -46,10 +46,10 @@ class SimClock:
         for rid, n in record.scheduled.items():
             req = live[rid]
             chunks.append((n, req.num_computed_tokens - n))
-            self._first_scheduled.setdefault(rid, self.now)
             if req.num_output_tokens != self._outputs.get(rid, 0):
                 generated.append(rid)
-        for rid in record.admitted:
+        for rid in record.admitted:  # a request is first scheduled in the step that admits it
+            self._first_scheduled.setdefault(rid, self.now)
             req = live[rid]
             cached = req.num_computed_tokens - record.scheduled[rid]
             self._cached[rid] = cached

@@ -32,21 +32,16 @@ class SimRequest:
         self.num_preemptions = 0
         self.last_scheduled_tokens = 0  # tokens scheduled in the previous step (in flight under async)
         self.segments: list[list[int]] = [list(s) for s in spec.prompt]
-        self._num_tokens = spec.prompt_tokens
+        self.num_tokens = spec.prompt_tokens  # prompt plus generated tokens
         self._hash_block_size = hash_block_size
         self._hashes: list[bytes] = []
         self._cursor = (0, 0)  # (segment index, offset) of the first unhashed token
 
     @property
-    def num_tokens(self) -> int:
-        """Prompt plus generated tokens."""
-        return self._num_tokens
-
-    @property
     def block_hashes(self) -> list[bytes]:
         """Chained hashes of every full block of the known tokens."""
         b = self._hash_block_size
-        while (len(self._hashes) + 1) * b <= self._num_tokens:
+        while (len(self._hashes) + 1) * b <= self.num_tokens:
             seg, off = self._cursor
             runs, left = [], b
             while left:
@@ -69,10 +64,10 @@ class SimRequest:
             self.segments.append([content_id(f"output:{self.request_id}"), 0])
         self.segments[-1][1] += 1
         self.num_output_tokens += 1
-        self._num_tokens += 1
+        self.num_tokens += 1
 
     def __repr__(self) -> str:
         return (
             f"SimRequest({self.request_id}, {self.status}, computed={self.num_computed_tokens}, "
-            f"tokens={self._num_tokens})"
+            f"tokens={self.num_tokens})"
         )

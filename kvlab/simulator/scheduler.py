@@ -134,8 +134,10 @@ class Scheduler:
                 i += 1
                 continue
             in_flight = req.last_scheduled_tokens if cfg.async_scheduling else 0
+            # most decode steps need nothing from the allocator: has_room answers without a call
             while (
-                manager.allocate_slots(
+                not manager.has_room(req, n, cfg.num_lookahead_tokens)
+                and manager.allocate_slots(
                     req, n, num_lookahead_tokens=cfg.num_lookahead_tokens, num_in_flight_tokens=in_flight
                 )
                 is None

@@ -54,6 +54,41 @@ def test_prefix_cache_reset_waits_until_every_block_is_free():
     assert all(b.block_hash is None for b in pool.blocks)
 
 
+def test_only_the_new_full_blocks_are_cached_and_never_the_null_block():
+    """Blocks a, b, c (ids 1, 2, 3) of one request. ``num_cached=1, num_full=2`` caches b alone under
+    H[1]; a stays unhashed. A table [null, c] cached for positions 0-1 gives c the key H[1] too and
+    leaves the null block unhashed. A block that already has a hash is skipped and the next is cached."""
+    pool = BlockPool(6)
+    a, b, c = pool.get_new_blocks(3)
+    pool.cache_full_blocks([a, b], H, 1, 2, group_id=0)
+    assert a.block_hash is None and b.block_hash == (H[1], 0)
+    assert pool.get_cached_block(H[0], [0]) is None
+    pool.cache_full_blocks([pool.null_block, c], H, 0, 2, group_id=1)
+    assert pool.null_block.block_hash is None and pool.get_cached_block(H[0], [1]) is None
+    assert c.block_hash == (H[1], 1)
+    pool.cache_full_blocks([b, a], H[1:], 0, 2, group_id=0)  # b already hashed: skipped, a cached
+    assert b.block_hash == (H[1], 0) and a.block_hash == (H[2], 0)
+
+
+def test_two_blocks_with_one_key_are_both_findable_and_evicted_one_by_one():
+    """Two requests computed the same first block: a (id 1) and b (id 2) both get the key (H[0], 0).
+    Freed after the other free blocks 3, 4, 5, they are reused in that order: popping 4 blocks evicts
+    3, 4, 5 (no hash) and a, after which H[0] still finds b; popping one more evicts b and H[0] misses."""
+    pool = BlockPool(6)
+    a, b = pool.get_new_blocks(2)
+    pool.cache_full_blocks([a], H, 0, 1, group_id=0)
+    pool.cache_full_blocks([b], H, 0, 1, group_id=0)
+    assert a.block_hash == b.block_hash == (H[0], 0)
+    assert pool.get_cached_block(H[0], [0]) == [a]
+    pool.free_blocks([a, b])
+    assert pool.get_num_free_blocks() == 5
+    assert [blk.block_id for blk in pool.get_new_blocks(4)] == [3, 4, 5, 1]
+    assert a.block_hash is None and pool.get_cached_block(H[0], [0]) == [b]
+    assert pool.get_new_blocks(1) == [b]
+    assert b.block_hash is None and pool.get_cached_block(H[0], [0]) is None
+    assert pool.cached == {}
+
+
 def test_manager_usage_and_reset():
     """16 blocks = 15 usable. Request x of 8 tokens in blocks of 4 holds 2: usage 2/15. While it holds
     them the prefix cache cannot be reset; after it is freed, reset works and the same prompt (plus one
@@ -89,6 +124,9 @@ def test_free_queue_order_after_pop_append_and_remove():
     assert queue.block_ids() == [1, 3, 0] and len(queue) == 3
     queue.append(blocks[2])
     assert queue.block_ids() == [1, 3, 0, 2] and queue.num_free_blocks == 4
+    queue.remove(blocks[2])  # the block just appended is linked both ways: removable again
+    assert queue.block_ids() == [1, 3, 0]
+    queue.append(blocks[2])
     assert [b.block_id for b in queue.popleft_n(4)] == [1, 3, 0, 2]
     with pytest.raises(ValueError, match="the free queue is empty"):
         queue.popleft()
