@@ -7,9 +7,17 @@ the whole batch (every layer: kvlab's cache write, then ``kvlab.attention`` with
 The numbers include kvlab's Python-side batch bookkeeping, which dominates for a model this small;
 they measure this forward, not the kernels alone (``kvlab bench`` does that).
 
+Compiling the Triton kernels of every scheme takes longer than timing them, so ``--warm-processes N``
+first runs one untimed step of every (scheme, batch) in N processes side by side: they fill Triton's
+on-disk kernel cache with the exact launch shapes, and the timed run (one process, alone on the GPU)
+then loads the compiled kernels. Schemes that store identical codes (``fp8``, ``fp8_e4m3``) are
+timed once. Rows are written as they finish; ``--budget-s`` stops starting new ones after that many
+seconds, so a run cut short still keeps what it measured.
+
 Writes ``lm_decode_<GPU>.csv`` to ``$OUT`` (or ``--out``) and prints the table.
 
     python benchmarks/lm_decode_gpu.py [--batches 1,16,64] [--context 1024] [--steps 32]
+                                       [--warm-processes 8] [--budget-s 120]
 """
 
 from __future__ import annotations
@@ -23,35 +31,38 @@ from pathlib import Path
 
 import torch
 
-from kvlab.lm import CacheVariant, LlamaConfig, LlamaModel, ModelKVCache
-from kvlab.lm.gguf_file import LayerWeights, LlamaWeights
+from kvlab.lm import CacheVariant, LlamaModel, ModelKVCache
+from kvlab.lm.random_weights import SMOLLM2_135M, random_model
 from kvlab.lm.variants import all_variants
-
-#: SmolLM2-135M-Instruct's shape, as read from its GGUF metadata by :func:`kvlab.lm.gguf_file.read_config`.
-SMOLLM2_135M = LlamaConfig(num_layers=30, hidden_size=576, intermediate_size=1536, num_q_heads=9,
-                           num_kv_heads=3, head_size=64, rope_base=100000.0, rope_dim=64,
-                           rms_norm_eps=1e-5, vocab_size=49152, context_length=8192)
-
-
-def random_model(cfg: LlamaConfig, device: str, dtype: torch.dtype, seed: int = 0) -> LlamaModel:
-    """A model of ``cfg``'s shapes with N(0, 0.02²) weights and unit norms."""
-    g = torch.Generator(device=device).manual_seed(seed)
-
-    def w(*shape):
-        return (torch.randn(*shape, generator=g, device=device) * 0.02).to(dtype)
-
-    h, q, kv, f = cfg.hidden_size, cfg.num_q_heads * cfg.head_size, cfg.num_kv_heads * cfg.head_size, \
-        cfg.intermediate_size
-    ones = torch.ones(h, device=device, dtype=dtype)
-    layers = tuple(LayerWeights(ones, w(q, h), w(kv, h), w(kv, h), w(h, q), ones, w(f, h), w(f, h), w(h, f))
-                   for _ in range(cfg.num_layers))
-    emb = w(cfg.vocab_size, h)
-    return LlamaModel(cfg, LlamaWeights(emb, layers, ones, emb))
 
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
+
+
+def _warm(args: tuple) -> str:
+    """Worker of ``--warm-processes``: one untimed decode step of each (variant, batch) given."""
+    jobs, context, device, dtype = args
+    model = random_model(SMOLLM2_135M, device, dtype)
+    for variant, batch in jobs:
+        try:
+            time_decode(model, variant, batch, context, 1)
+        except Exception as exc:  # the timed run reports it in its row
+            print(f"warm-up {variant.label} B={batch}: {type(exc).__name__}: {exc}", flush=True)
+    return "ok"
+
+
+def warm_up(jobs: list[tuple[CacheVariant, int]], context: int, device: str, dtype: torch.dtype,
+            processes: int) -> float:
+    """Compile every job's kernels in ``processes`` processes side by side; returns the seconds taken."""
+    import multiprocessing
+
+    t0 = time.perf_counter()
+    shares = [jobs[i::processes] for i in range(processes)]
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        pool.map(_warm, [(share, context, device, dtype) for share in shares if share])
+    return time.perf_counter() - t0
 
 
 @torch.no_grad()
@@ -90,6 +101,10 @@ def main() -> None:
     parser.add_argument("--schemes", default="", help="comma-separated (default: every scheme that fits)")
     parser.add_argument("--out", default=os.environ.get("OUT", "benchmarks/results"))
     parser.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (a smoke test)")
+    parser.add_argument("--warm-processes", type=int, default=0,
+                        help="compile the kernels in this many processes first (0: compile while timing)")
+    parser.add_argument("--budget-s", type=float, default=0.0,
+                        help="start no new row after this many seconds (0: no limit)")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("lm_decode_gpu.py needs a CUDA GPU (or --device cpu for a smoke test)")
@@ -97,7 +112,18 @@ def main() -> None:
     dtype = torch.bfloat16 if args.device == "cuda" else torch.float32
     model = random_model(SMOLLM2_135M, args.device, dtype)
     names = [s for s in args.schemes.split(",") if s]
-    variants = [v for v in all_variants(SMOLLM2_135M.head_size) if not names or v.scheme in names]
+    variants, seen = [], set()
+    for v in all_variants(SMOLLM2_135M.head_size):
+        key = v.computation_key(dtype)
+        if (not names or v.scheme in names) and key not in seen:
+            seen.add(key)
+            variants.append(v)
+    batches = [int(b) for b in args.batches.split(",")]
+    t_start = time.perf_counter()
+    if args.warm_processes > 0:
+        jobs = [(v, b) for v in variants for b in batches]
+        print(f"compiled in {warm_up(jobs, args.context, args.device, dtype, args.warm_processes):.1f} s "
+              f"({args.warm_processes} processes)", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"lm_decode_{device_name.replace(' ', '_')}.csv"
@@ -106,7 +132,10 @@ def main() -> None:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for v in variants:
-            for batch in (int(b) for b in args.batches.split(",")):
+            for batch in batches:
+                if args.budget_s and time.perf_counter() - t_start > args.budget_s:
+                    print(f"budget of {args.budget_s:.0f} s spent: {v.label} B={batch} not timed", flush=True)
+                    continue
                 row = {"scheme": v.label, "batch": batch, "context": args.context, "steps": args.steps,
                        "device": device_name}
                 try:

@@ -7,12 +7,15 @@ writes three CSVs to ``--out``:
 * ``lm_quality_cpu.csv`` — one row per scheme: perplexity, top-1 agreement, mean KL;
 * ``lm_quality_by_position.csv`` — the same metrics in bins of ``--bin`` positions (does the error
   grow with the context?);
-* ``lm_timing_cpu.csv`` — load seconds, scoring seconds, forward passes, peak RSS, CPU threads and
-  the machine's load average (other processes on the machine slow every number here).
+* ``lm_timing_cpu.csv`` — load seconds, scoring seconds (wall and this process's CPU time), forward
+  passes, peak RSS, CPU threads and the machine's load average before and after. Other processes on
+  the machine slow every number here; with more runnable processes than cores, ``--threads 1`` is
+  faster, because each of torch's parallel regions waits for its slowest thread to be scheduled.
 
 Targets (issue figures, 2 CPU cores): 2,048 tokens under every scheme in <= 60 s and <= 1.5 GB RSS.
 
     python benchmarks/lm_quality_cpu.py [--tokens 2048] [--schemes auto,int8_per_token_head,...]
+                                        [--chunk 256] [--threads N]
 """
 
 from __future__ import annotations
@@ -43,8 +46,13 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--schemes", default="", help="comma-separated names (default: every scheme)")
     parser.add_argument("--bin", type=int, default=256, help="positions per bin of the position table")
+    parser.add_argument("--chunk", type=int, default=256, help="prefill chunk, tokens")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch CPU threads (default: torch's choice, one per core)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     from kvlab.lm import BASELINE_SCHEME, CacheVariant, load_model, parse_variants, score_tokens
     from kvlab.lm.corpus import corpus_text
     from kvlab.lm.quality import error_by_position, quality_rows
@@ -55,9 +63,10 @@ def main() -> None:
     names = [s for s in args.schemes.split(",") if s.strip()] or None
     variants = parse_variants(names, head_size=model.config.head_size)
     ids = model.encode(corpus_text())[: args.tokens]
-    t1 = time.perf_counter()
-    scores = score_tokens(model, ids, variants)
-    score_s = time.perf_counter() - t1
+    load_before = os.getloadavg()[0]
+    t1, c1 = time.perf_counter(), time.process_time()
+    scores = score_tokens(model, ids, variants, chunk_size=args.chunk)
+    score_s, score_cpu_s = time.perf_counter() - t1, time.process_time() - c1
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     passes = len({v.computation_key(model.dtype) for v in [CacheVariant(BASELINE_SCHEME), *variants]})
     out = Path(args.out)
@@ -67,10 +76,12 @@ def main() -> None:
     _write(out / "lm_quality_by_position.csv", [{"kv_cache_dtype": label, **b} for label, s in scores.items()
                                                  for b in error_by_position(s, args.bin)])
     timing = {"tokens": len(ids), "variants": len(scores), "forward_passes": passes,
-              "load_s": round(load_s, 1), "score_s": round(score_s, 1),
+              "chunk": args.chunk, "load_s": round(load_s, 1), "score_s": round(score_s, 1),
+              "score_cpu_s": round(score_cpu_s, 1),
               "score_target_s": SCORE_TARGET_S, "peak_rss_mib": round(peak / 2**20),
               "rss_target_mib": round(RSS_TARGET_BYTES / 2**20), "torch_threads": torch.get_num_threads(),
-              "cpu_count": os.cpu_count(), "load_average_1min": round(os.getloadavg()[0], 2)}
+              "cpu_count": os.cpu_count(), "load_average_1min_before": round(load_before, 2),
+              "load_average_1min_after": round(os.getloadavg()[0], 2)}
     _write(out / "lm_timing_cpu.csv", [timing])
     for r in rows:
         print(f"{r['kv_cache_dtype']:<22} {r['rounding'] or '':<9} ppl {r['perplexity']:9.4f}  "

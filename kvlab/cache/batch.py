@@ -15,6 +15,7 @@ are context already cached and new token ``t`` sits at absolute position ``n_i -
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -43,6 +44,10 @@ class AttentionBatch:
     block_table: torch.Tensor
     _query_lens: list[int] = field(init=False, repr=False)
     _seq_lens: list[int] = field(init=False, repr=False)
+    #: a host copy of ``block_table`` when the batch was built from host data (checks need no GPU sync)
+    _host_table: torch.Tensor | None = field(init=False, repr=False, default=None)
+    #: cache shapes this batch already passed :meth:`check_against` for (a model's layers share one)
+    _checked: set = field(init=False, repr=False, default_factory=set)
 
     def __post_init__(self) -> None:
         require_int_tensor(self.query_start_loc, "query_start_loc", 1, "[num_seqs + 1]")
@@ -109,11 +114,20 @@ class AttentionBatch:
         starts = [0]
         for q in query_lens:
             starts.append(starts[-1] + int(q))
-        return cls(
-            query_start_loc=torch.tensor(starts, dtype=torch.int32, device=device),
-            seq_lens=torch.tensor([int(s) for s in seq_lens], dtype=torch.int32, device=device),
-            block_table=block_table.to(device=device, dtype=torch.int32),
+        # built and checked on the host, then copied: no device round trip per batch
+        host = cls(
+            query_start_loc=torch.tensor(starts, dtype=torch.int32),
+            seq_lens=torch.tensor([int(s) for s in seq_lens], dtype=torch.int32),
+            block_table=block_table.to(dtype=torch.int32, device="cpu"),
         )
+        if torch.device(device).type == "cpu":
+            host._host_table = host.block_table
+            return host
+        out = copy.copy(host)
+        out.query_start_loc, out.seq_lens, out.block_table = (
+            t.to(device, non_blocking=True) for t in (host.query_start_loc, host.seq_lens, host.block_table))
+        out._host_table, out._checked = host.block_table, set()
+        return out
 
     # -- sizes (host-side copies, computed once) -----------------------------------------------------
 
@@ -158,32 +172,47 @@ class AttentionBatch:
         return self.block_table.device
 
     def check_against(self, num_blocks: int, block_size: int) -> None:
-        """Raise unless every sequence's blocks exist in a cache of ``num_blocks`` × ``block_size``."""
+        """Raise unless every sequence's blocks exist in a cache of ``num_blocks`` × ``block_size``.
+
+        A batch is not changed after it is built, so a shape it passed once is not checked again.
+        """
+        if (num_blocks, block_size) in self._checked:
+            return
         width = self.block_table.shape[1]
-        for i, s in enumerate(self._seq_lens):
-            need = cdiv(s, block_size)
-            if need > width:
+        need = [cdiv(s, block_size) for s in self._seq_lens]
+        for i, n in enumerate(need):
+            if n > width:
                 raise ValueError(
-                    f"sequence {i} has {s} tokens and needs {need} blocks of {block_size}, "
+                    f"sequence {i} has {self._seq_lens[i]} tokens and needs {n} blocks of {block_size}, "
                     f"but block_table has only {width} columns"
                 )
-            if need:
-                row = self.block_table[i, :need]
-                lo, hi = int(row.min()), int(row.max())
-                if lo < 0 or hi >= num_blocks:
-                    raise ValueError(
-                        f"block_table row {i} uses block id {lo if lo < 0 else hi}; "
-                        f"valid ids are 0..{num_blocks - 1}"
-                    )
+        if not need or max(need) == 0:
+            self._checked.add((num_blocks, block_size))
+            return
+        table = self._host_table if self._host_table is not None else self.block_table
+        cols = torch.arange(width, device=table.device)
+        used = cols[None, :] < torch.tensor(need, device=table.device)[:, None]
+        lo, hi = (int(x) for x in torch.stack(torch.aminmax(table[used])).tolist())  # one sync at most
+        if lo >= 0 and hi < num_blocks:
+            self._checked.add((num_blocks, block_size))
+            return
+        for i, n in enumerate(need):  # name the first bad row
+            row = table[i, :n]
+            if n and (int(row.min()) < 0 or int(row.max()) >= num_blocks):
+                bad = int(row.min()) if int(row.min()) < 0 else int(row.max())
+                raise ValueError(
+                    f"block_table row {i} uses block id {bad}; valid ids are 0..{num_blocks - 1}"
+                )
 
-    def positions(self) -> torch.Tensor:
-        """Absolute position of every query token, ``[num_tokens]`` int64."""
+    def positions(self, device: str | torch.device | None = None) -> torch.Tensor:
+        """Absolute position of every query token, ``[num_tokens]`` int64 (on the batch's device,
+        or on ``device``)."""
         parts = [
             torch.arange(s - q, s, dtype=torch.int64)
             for q, s in zip(self._query_lens, self._seq_lens, strict=True)
         ]
         out = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
-        return out.to(self.device)
+        return out.to(self.device if device is None else device)
 
     def slot_mapping(self, block_size: int) -> torch.Tensor:
         """Slot of every query token: ``block_table[seq, pos // block_size] * block_size + pos % block_size``.
@@ -191,10 +220,12 @@ class AttentionBatch:
         Returns:
             ``[num_tokens]`` int64 slots, in query order.
         """
-        seq_of_token = torch.repeat_interleave(
-            torch.arange(self.num_seqs, device=self.device),
-            torch.tensor(self._query_lens, device=self.device),
-        )
-        pos = self.positions()
+        seq_of_token = torch.repeat_interleave(torch.arange(self.num_seqs), torch.tensor(self._query_lens,
+                                                                                       dtype=torch.long))
+        pos = self.positions("cpu")
+        if self._host_table is not None:  # computed on the host, copied once
+            blocks = self._host_table.long()[seq_of_token, pos // block_size]
+            return (blocks * block_size + pos % block_size).to(self.device, non_blocking=True)
+        seq_of_token, pos = seq_of_token.to(self.device), pos.to(self.device)
         blocks = self.block_table.long()[seq_of_token, pos // block_size]
         return blocks * block_size + pos % block_size

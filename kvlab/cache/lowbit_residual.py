@@ -44,15 +44,17 @@ class ResidualPool:
         Raises:
             ValueError: a block is already quantized, or the pool has no free page left.
         """
-        for b in torch.unique(blocks).tolist():
-            if self.quantized[b]:
-                raise ValueError(f"block {b} is already quantized (it left the residual); "
-                                 "its slots cannot be written again until it is freed")
-            if self.page_of[b] < 0:
-                if not self._free:
-                    raise ValueError("the residual pool is full: allocate the cache with more residual_pages "
-                                     "(at least running sequences × residual_blocks + blocks per step)")
-                self.page_of[b] = self._free.pop()
+        uniq = torch.unique(blocks)
+        done = uniq[self.quantized[uniq]]
+        if done.numel():
+            raise ValueError(f"block {int(done[0])} is already quantized (it left the residual); "
+                             "its slots cannot be written again until it is freed")
+        new = uniq[self.page_of[uniq] < 0].tolist()
+        if len(new) > len(self._free):
+            raise ValueError("the residual pool is full: allocate the cache with more residual_pages "
+                             "(at least running sequences × residual_blocks + blocks per step)")
+        if new:
+            self.page_of[new] = torch.tensor([self._free.pop() for _ in new], dtype=torch.int32)
         return self.page_of[blocks]
 
     def add_tokens(self, blocks: torch.Tensor) -> None:
@@ -69,14 +71,13 @@ class ResidualPool:
                 )
             full = (self.page_of >= 0) & (self.filled >= block_size)
             return torch.nonzero(full).flatten().tolist()
-        out = []
-        table = batch.block_table.cpu()
-        for i, n in enumerate(batch.seq_lens_list):
-            for j in range(quantized_block_count(n, block_size, residual_blocks)):
-                b = int(table[i, j])
-                if self.page_of[b] >= 0:
-                    out.append(b)
-        return sorted(set(out))
+        table = batch.block_table.cpu().long()
+        counts = torch.tensor([quantized_block_count(n, block_size, residual_blocks)
+                               for n in batch.seq_lens_list], dtype=torch.long)
+        width = min(int(counts.max()) if counts.numel() else 0, table.shape[1])
+        cols = torch.arange(width)
+        candidates = table[:, :width][cols[None, :] < counts[:, None]]
+        return torch.unique(candidates[self.page_of[candidates] >= 0]).tolist()
 
     def release(self, block: int) -> None:
         """Mark ``block`` quantized and give its page back."""

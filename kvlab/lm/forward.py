@@ -17,6 +17,7 @@ kernel, or its float32 PyTorch path.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -98,24 +99,66 @@ class LlamaModel:
         Returns:
             ``[num_tokens, hidden_size]`` final hidden states (after the output norm).
         """
+        return self.forward_lockstep(token_ids, [kv], [batch], backend=backend,
+                                     sliding_window=sliding_window)[0]
+
+    def forward_lockstep(
+        self,
+        token_ids: torch.Tensor,
+        caches: Sequence[ModelKVCache],
+        batches: Sequence[AttentionBatch],
+        *,
+        backend: str | None = None,
+        sliding_window: int | None = None,
+    ) -> torch.Tensor:
+        """The same new tokens through several caches at once (one per KV-cache scheme, say).
+
+        Every cache sees exactly what :meth:`forward` alone would give it: its own cache write and
+        attention, per layer. Only the weight multiplications, norms and RoPE are done once for all
+        caches, on ``[len(caches) · num_tokens, hidden]`` rows, which saves per-operation overhead
+        (it dominates on a CPU shared with other work) and reads each weight once per step.
+
+        Args:
+            token_ids: ``[num_tokens]`` new tokens, the same for every cache.
+            caches, batches: one :class:`ModelKVCache` per run and the batch its ``plan_step`` gave;
+                every batch must place the tokens at the same positions.
+            backend, sliding_window: as :meth:`forward`.
+
+        Returns:
+            ``[len(caches), num_tokens, hidden_size]`` final hidden states, in the order of ``caches``.
+        """
+        if len(caches) != len(batches) or not caches:
+            raise ValueError(f"give one batch per cache, got {len(caches)} caches and {len(batches)} batches")
         cfg, w = self.config, self.weights
         backend = backend or default_backend(self.device)
-        positions = batch.positions().to(self.device)
-        slots = batch.slot_mapping(kv.block_size)
+        positions = batches[0].positions("cpu")  # RoPE angles are computed on the host, copied once
+        for b in batches[1:]:
+            if b.query_lens != batches[0].query_lens or b.seq_lens_list != batches[0].seq_lens_list:
+                raise ValueError("every cache of a lockstep step must hold the same sequence lengths")
+        slots = [b.slot_mapping(kv.block_size) for kv, b in zip(caches, batches, strict=True)]
+        runs, t = len(caches), positions.shape[0]
         rotation = rope_angles(positions, cfg.rope_dim, cfg.rope_base)
+        if runs > 1:
+            rotation = rotation.repeat(runs, 1)
+        rotation = rotation.to(self.device, non_blocking=True)
         x = w.token_embedding[token_ids.to(self.device)]
-        t = x.shape[0]
+        x = x.repeat(runs, 1) if runs > 1 else x
         for i, layer in enumerate(w.layers):
             h = self._rms_norm(x, layer.attn_norm)
-            q = apply_rope((h @ layer.wq.T).view(t, cfg.num_q_heads, cfg.head_size), rotation)
-            k = apply_rope((h @ layer.wk.T).view(t, cfg.num_kv_heads, cfg.head_size), rotation)
-            v = (h @ layer.wv.T).view(t, cfg.num_kv_heads, cfg.head_size)
-            kv.write(i, k, v, batch, slots)
-            a = kvlab.attention(q, kv.layers[i], batch, backend=backend, sliding_window=sliding_window)
-            x = x + a.to(x.dtype).reshape(t, -1) @ layer.wo.T
+            q = apply_rope((h @ layer.wq.T).view(runs * t, cfg.num_q_heads, cfg.head_size), rotation)
+            k = apply_rope((h @ layer.wk.T).view(runs * t, cfg.num_kv_heads, cfg.head_size), rotation)
+            v = (h @ layer.wv.T).view(runs * t, cfg.num_kv_heads, cfg.head_size)
+            parts = []
+            for r, (kv, batch) in enumerate(zip(caches, batches, strict=True)):
+                rows = slice(r * t, (r + 1) * t)
+                kv.write(i, k[rows], v[rows], batch, slots[r])
+                parts.append(kvlab.attention(q[rows], kv.layers[i], batch, backend=backend,
+                                             sliding_window=sliding_window))
+            a = parts[0] if runs == 1 else torch.cat(parts)
+            x = x + a.to(x.dtype).reshape(runs * t, -1) @ layer.wo.T
             h = self._rms_norm(x, layer.ffn_norm)
             x = x + (F.silu(h @ layer.w_gate.T) * (h @ layer.w_up.T)) @ layer.w_down.T
-        return self._rms_norm(x, w.output_norm)
+        return self._rms_norm(x, w.output_norm).view(runs, t, -1)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Next-token logits ``[num_tokens, vocab_size]`` (float32) of final hidden states."""

@@ -7,7 +7,8 @@ decodes), exactly the mixed batches kvlab's attention takes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -40,6 +41,27 @@ def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
+@contextmanager
+def one_cpu_thread(device: torch.device) -> Iterator[None]:
+    """Run torch's CPU operations on one thread inside the block (nothing changes on a GPU).
+
+    A decode step of a few sequences is hundreds of small operations. With two threads each one
+    waits at a barrier for the second thread to be scheduled, so on a machine busy with other work
+    16 greedy tokens of 8 prompts took 51–100 s instead of 5–8 s on one thread (measured on the
+    project's two-core machine at load ≈ 10); even on an idle machine the second thread gains little
+    on operations this small.
+    """
+    if device.type != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 @torch.no_grad()
 def generate_greedy(
     model: LlamaModel,
@@ -68,6 +90,13 @@ def generate_greedy(
                       max_new_tokens, max_sequences=len(prompts), block_size=block_size,
                       rounding=variant.rounding,
                       model_dtype=model.dtype, device=model.device, use_kernel=model.device.type == "cuda")
+    with one_cpu_thread(model.device):
+        return _generate(model, prompts, variant, encoded, kv, max_new_tokens, sliding_window, backend)
+
+
+def _generate(model: LlamaModel, prompts: Sequence[str], variant: CacheVariant, encoded: list[list[int]],
+              kv: ModelKVCache, max_new_tokens: int, sliding_window: int | None,
+              backend: str | None) -> list[Generation]:
     seqs = [kv.add_sequence() for _ in prompts]
     batch = kv.plan_step(seqs, [len(ids) for ids in encoded])
     hidden = model.forward(torch.tensor([t for ids in encoded for t in ids]), kv, batch, backend=backend,

@@ -12,6 +12,7 @@ the two channels RoPE rotates together are *adjacent* (``2i, 2i + 1``) instead o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,9 @@ import torch
 
 from kvlab.lm.config import LlamaConfig
 from kvlab.lm.model_file import require_model_file
+
+#: rows of a large tensor dequantized at a time (bounds the temporaries of loading)
+_ROWS_PER_PIECE = 4096
 
 
 def _import_gguf():
@@ -96,10 +100,19 @@ def read_weights(reader, config: LlamaConfig) -> LlamaWeights:
         t = tensors.get(name)
         if t is None:
             raise ValueError(f"the GGUF file has no tensor {name!r}")
-        values = gguf.quants.dequantize(t.data, t.tensor_type)
-        return torch.from_numpy(values.astype("float32")).reshape(
-            *reversed([int(n) for n in t.shape])
-        )
+        shape = [int(n) for n in reversed([int(n) for n in t.shape])]
+        data = t.data
+        if data.ndim < 2 or data.shape[0] <= _ROWS_PER_PIECE:
+            values = gguf.quants.dequantize(data, t.tensor_type)
+            return torch.from_numpy(values.astype("float32")).reshape(*shape)
+        # large tensors (the 49,152-row embedding) piece by piece: dequantizing all rows at once
+        # holds several full-size temporaries and lifted the peak RSS of loading by ~0.3 GB
+        out = torch.empty(data.shape[0], math.prod(shape) // data.shape[0], dtype=torch.float32)
+        for lo in range(0, data.shape[0], _ROWS_PER_PIECE):
+            piece = gguf.quants.dequantize(data[lo : lo + _ROWS_PER_PIECE], t.tensor_type)
+            out[lo : lo + piece.shape[0]] = torch.from_numpy(piece.astype("float32", copy=False)).reshape(
+                piece.shape[0], -1)
+        return out.reshape(*shape)
 
     layers = tuple(
         LayerWeights(

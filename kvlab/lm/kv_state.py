@@ -12,10 +12,10 @@ from __future__ import annotations
 import torch
 
 from kvlab.cache.batch import AttentionBatch, cdiv
-from kvlab.cache.paged_cache import PagedKVCache, WriteReport
+from kvlab.cache.paged_cache import PagedKVCache
 from kvlab.lm.config import LlamaConfig
 from kvlab.quantization.per_token_head import ROUNDINGS
-from kvlab.quantization.schemes import get_scheme
+from kvlab.quantization.schemes import QuantMode, get_scheme
 from kvlab.validation import require_choice, require_positive_int
 
 
@@ -70,7 +70,8 @@ class ModelKVCache:
         self._free = order[1:]
         self._blocks: list[list[int]] = []
         self._lengths: list[int] = []
-        self.saturated = 0
+        self._host_saturated = 0
+        self._device_saturated: torch.Tensor | int = 0
 
     @property
     def num_sequences(self) -> int:
@@ -109,20 +110,35 @@ class ModelKVCache:
                                            device=self.layers[0].device)
 
     def write(self, layer: int, key: torch.Tensor, value: torch.Tensor, batch: AttentionBatch,
-              slot_mapping: torch.Tensor) -> WriteReport:
+              slot_mapping: torch.Tensor) -> None:
         """Store one layer's new K/V at their slots with kvlab's cache write (reference or kernel).
 
-        kvlab's low-bit schemes take the step's ``batch`` too (KIVI quantizes the blocks that leave
-        its bf16 residual) and have one rounding only.
+        ``slot_mapping`` comes from the ``batch`` that :meth:`plan_step` made, so its slots are valid by
+        construction. The Triton path (``use_kernel``) therefore launches the write without the
+        per-call checks (they cost device synchronisations, 30 layers a step) and counts per-tensor
+        fp8 saturations on the device; :attr:`saturated` reads the count. kvlab's low-bit schemes
+        take the step's ``batch`` too (KIVI quantizes the blocks that leave its bf16 residual) and
+        have one rounding only.
         """
         cache = self.layers[layer]
-        if self.scheme.mode.is_low_bit:
-            report = cache.write(key, value, slot_mapping, batch=batch, check_finite=False)
-        elif self.use_kernel:
-            from kvlab.kernels import write_kv_cache
+        if self.use_kernel and self.scheme.mode.is_low_bit:
+            from kvlab.kernels.lowbit_cache_write import write_lowbit_cache
 
-            report = write_kv_cache(cache, key, value, slot_mapping, rounding=self.rounding)
+            write_lowbit_cache(cache, key, value, slot_mapping, batch=batch, check_finite=False)
+        elif self.scheme.mode.is_low_bit:
+            cache.write(key, value, slot_mapping, batch=batch, check_finite=False)
+        elif self.use_kernel:
+            from kvlab.kernels import launch_cache_write
+
+            counts = torch.zeros(2 * key.shape[0] * cache.num_kv_heads, dtype=torch.int32, device=key.device)
+            launch_cache_write(cache, key, value, slot_mapping, rounding=self.rounding, saturated=counts)
+            if self.scheme.mode == QuantMode.FP8_PER_TENSOR:
+                self._device_saturated = counts.sum() + self._device_saturated
         else:
             report = cache.write(key, value, slot_mapping, rounding=self.rounding, check_finite=False)
-        self.saturated += report.key_saturated + report.value_saturated
-        return report
+            self._host_saturated += report.key_saturated + report.value_saturated
+
+    @property
+    def saturated(self) -> int:
+        """K and V values clipped to the fp8 range by all writes so far (per-tensor fp8 only)."""
+        return self._host_saturated + int(self._device_saturated)

@@ -1,8 +1,9 @@
 """Teacher-forced scoring of a text under several KV caches at once, position by position.
 
-All caches run the same chunked prefill in lockstep: for every chunk of ``chunk_size`` tokens the
-baseline (unquantized) cache's next-token distribution is computed, then each variant's, and the
-per-position numbers are kept — never the whole ``[tokens, vocab]`` distributions, which would
+All caches run the same chunked prefill in lockstep, one
+:meth:`~kvlab.lm.forward.LlamaModel.forward_lockstep` per chunk: for every chunk of ``chunk_size``
+tokens the baseline (unquantized) cache's next-token distribution is computed, then each variant's,
+and the per-position numbers are kept — never the whole ``[tokens, vocab]`` distributions, which would
 need 0.4 GB per 2,048 tokens. For position ``t`` (predicting token ``t + 1``):
 
 * ``nll``: ``−log p(x_{t+1})`` under the variant; perplexity is ``exp(mean nll)``;
@@ -24,6 +25,10 @@ from kvlab.lm.inputs import require_fits_context, require_window
 from kvlab.lm.kv_state import ModelKVCache
 from kvlab.lm.variants import BASELINE_SCHEME, CacheVariant
 from kvlab.validation import require_positive_int
+
+#: positions whose next-token distributions are held at once (each ``[rows, vocab]`` fp32 is 12.6 MB
+#: for SmolLM2's 49,152 tokens; a whole 256-token chunk per scheme lifted peak RSS past 1.5 GB)
+_METRIC_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -58,22 +63,27 @@ class PositionScores:
         return float(self.kl.double().mean())
 
 
-def next_token_metrics(base_logprobs: torch.Tensor, logprobs: torch.Tensor, targets: torch.Tensor
+def next_token_metrics(base_logprobs: torch.Tensor, logprobs: torch.Tensor, targets: torch.Tensor,
+                       base_probs: torch.Tensor | None = None, base_top: torch.Tensor | None = None,
                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-position ``(nll, argmax, agree, kl)`` of one cache against the baseline.
 
     Args:
         base_logprobs, logprobs: ``[positions, vocab]`` log-softmax of the baseline and of the cache.
         targets: ``[positions]`` the tokens that actually come next.
+        base_probs, base_top: ``exp(base_logprobs)`` and its argmax, when the caller already has them
+            (they are the same for every cache compared with one baseline).
 
     Returns:
         ``nll = −logprobs[t, target_t]``, ``argmax`` of ``logprobs``, ``agree`` (argmax equal to the
         baseline's) and ``kl = Σ_v exp(base) · (base − logprobs)`` (nats), each ``[positions]``.
     """
     top = logprobs.argmax(-1)
-    kl = (base_logprobs.exp() * (base_logprobs - logprobs)).sum(-1)
+    base_probs = base_logprobs.exp() if base_probs is None else base_probs
+    base_top = base_logprobs.argmax(-1) if base_top is None else base_top
+    kl = (base_logprobs - logprobs).mul_(base_probs).sum(-1)  # one [positions, vocab] temporary
     nll = -logprobs.gather(1, targets[:, None]).squeeze(1)
-    return nll, top, top == base_logprobs.argmax(-1), kl
+    return nll, top, top == base_top, kl
 
 
 def _variant_cache(model: LlamaModel, variant: CacheVariant, num_tokens: int,
@@ -125,19 +135,25 @@ def score_tokens(
     parts: dict[tuple, list[tuple[torch.Tensor, ...]]] = {key: [] for key in runs}
     ids = torch.tensor(list(token_ids), dtype=torch.long)
     base_key = next(iter(runs))
+    keys = list(runs)
     for lo in range(0, n, chunk_size):
         hi = min(n, lo + chunk_size)
         targets = ids[lo + 1 : hi + 1].to(model.device)  # the last position of the text has no target
-        base_lp = None
-        for key in runs:
-            batch = caches[key].plan_step([seqs[key]], [hi - lo])
-            hidden = model.forward(ids[lo:hi], caches[key], batch, backend=backend,
-                                   sliding_window=sliding_window)
-            lp = torch.log_softmax(model.logits(hidden[: targets.numel()]), dim=-1)
-            if base_lp is None:
-                base_lp = lp
-            parts[key].append(tuple(t.cpu() for t in next_token_metrics(base_lp, lp, targets)))
-            del lp
+        batches = [caches[key].plan_step([seqs[key]], [hi - lo]) for key in keys]
+        hidden = model.forward_lockstep(ids[lo:hi], [caches[key] for key in keys], batches, backend=backend,
+                                        sliding_window=sliding_window)
+        for r in range(0, targets.numel(), _METRIC_ROWS):  # bounded [rows, vocab] temporaries
+            rows = slice(r, min(r + _METRIC_ROWS, targets.numel()))
+            base = None
+            for key, h in zip(keys, hidden, strict=True):
+                lp = torch.log_softmax(model.logits(h[rows]), dim=-1)
+                if base is None:
+                    base = (lp, lp.exp(), lp.argmax(-1))
+                metrics = next_token_metrics(base[0], lp, targets[rows], *base[1:])
+                parts[key].append(tuple(t.cpu() for t in metrics))
+                del lp
+            del base
+        del hidden
         if progress:
             progress(hi, n)
 

@@ -146,3 +146,19 @@ def test_batch_is_checked_against_the_cache():
     batch = AttentionBatch.from_lengths([1], [20], [[0, 9]])
     with pytest.raises(ValueError, match="uses block id 9; valid ids are 0..7"):
         batch.check_against(num_blocks=8, block_size=16)
+
+
+def test_batch_checks_block_ids_against_each_cache_shape():
+    # one batch serves every layer: a shape it passed is remembered, another shape is still checked
+    from kvlab.cache.batch import AttentionBatch
+
+    b = AttentionBatch.from_lengths([2, 1], [10, 17], [[3, 1], [0, 2, 4]])
+    b.check_against(num_blocks=5, block_size=8)
+    b.check_against(num_blocks=5, block_size=8)
+    with pytest.raises(ValueError, match="block id 4; valid ids are 0..3"):
+        b.check_against(num_blocks=4, block_size=8)
+    with pytest.raises(ValueError, match="sequence 1 has 17 tokens and needs 5 blocks of 4"):
+        b.check_against(num_blocks=5, block_size=4)
+    # slots come from the host copy of the table: block * size + offset
+    assert b.slot_mapping(8).tolist() == [1 * 8 + 0, 1 * 8 + 1, 4 * 8 + 0]
+    assert b.positions().tolist() == [8, 9, 16]

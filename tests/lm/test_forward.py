@@ -72,3 +72,38 @@ def test_writing_past_the_pool_is_refused(model):
     kv.plan_step([seq], [16])
     with pytest.raises(ValueError, match="larger max_tokens"):
         kv.plan_step([seq], [1])
+
+
+def test_lockstep_runs_match_each_cache_run_alone(model, corpus_ids):
+    # scoring runs every scheme's cache in one forward_lockstep: no run may see another's K/V
+    ids = torch.tensor(corpus_ids[:40])
+    schemes = ("auto", "fp8_e5m2", "kivi2")
+    alone, caches, batches = [], [], []
+    with torch.no_grad():
+        for s in schemes:
+            kv = ModelKVCache(model.config, s, max_tokens=40)
+            alone.append(model.logits(model.forward(ids, kv, kv.plan_step([kv.add_sequence()], [40]),
+                                                    backend="torch")))
+            caches.append(ModelKVCache(model.config, s, max_tokens=40, seed=3))
+            batches.append(caches[-1].plan_step([caches[-1].add_sequence()], [40]))
+        together = model.logits(model.forward_lockstep(ids, caches, batches, backend="torch"))
+    assert together.shape == (3, 40, model.config.vocab_size)
+    for s, a, b in zip(schemes, alone, together, strict=True):
+        assert torch.equal(a.argmax(-1), b.argmax(-1)), s
+        torch.testing.assert_close(b, a, rtol=0, atol=2e-3, msg=s)
+    # the runs differ from each other: e5m2 and kivi2 really changed the cache
+    assert (together[1] - together[0]).abs().max() > 0.05
+    assert (together[2] - together[0]).abs().max() > 0.05
+
+
+def test_lockstep_refuses_caches_at_different_lengths(model):
+    a = ModelKVCache(model.config, "auto", max_tokens=32)
+    b = ModelKVCache(model.config, "auto", max_tokens=32)
+    ba = a.plan_step([a.add_sequence()], [4])
+    bb = b.plan_step([b.add_sequence()], [4])
+    b.plan_step([0], [4])
+    bb2 = b.plan_step([0], [4])
+    with pytest.raises(ValueError, match="same sequence lengths"):
+        model.forward_lockstep(torch.tensor([1, 2, 3, 4]), [a, b], [ba, bb2])
+    with pytest.raises(ValueError, match="one batch per cache"):
+        model.forward_lockstep(torch.tensor([1, 2, 3, 4]), [a, b], [bb])
