@@ -7,7 +7,8 @@ error of the format alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -45,11 +46,12 @@ class RoundTrip:
     tensor_scale: float | None
     num_saturated: int
     rounding: str
-    abs_error: torch.Tensor = field(init=False, repr=False)
-    """``|restored − original|`` element-wise (float64), computed once."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "abs_error", (self.restored - self.original).abs())
+    @cached_property
+    def abs_error(self) -> torch.Tensor:
+        """``|restored − original|`` element-wise (float64), computed on first use and kept (a
+        comparison of several schemes' attention outputs never needs it)."""
+        return (self.restored - self.original).abs()
 
 
 def effective_rounding(scheme: str | KVCacheScheme, rounding: str) -> str:

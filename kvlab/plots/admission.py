@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from kvlab.analysis import REQUEST_STATES, BlockSeries, GatePoint, StateSpan
 from kvlab.plots.palette import GREY_DARK, KIND_COLORS, OKABE_ITO, STATE_COLORS
-from kvlab.plots.style import axis, base_layout, column
+from kvlab.plots.style import axis, base_layout, checked, column
 
 STEP_AXIS = "step (scheduler steps)"
 
@@ -82,7 +82,7 @@ def timeline_figure(
         lay[f"yaxis{suffix}"].update(categoryorder="array", categoryarray=order_of[label])
     lay["annotations"] = [*lay["annotations"], *stall_notes]
     lay.update(barmode="overlay", shapes=shapes, bargap=0.25)
-    return go.Figure(data=traces, layout=lay)
+    return go.Figure(data=traces, layout=lay, **checked())
 
 
 def blocks_figure(panels: Mapping[str, BlockSeries], *, title: str) -> go.Figure:
@@ -109,7 +109,7 @@ def blocks_figure(panels: Mapping[str, BlockSeries], *, title: str) -> go.Figure
             hovertemplate=f"pool: {series.pool_size:,} usable blocks<extra>{label}</extra>", **_refs(i),
         ))
     lay = _panels_layout(list(panels), title, "blocks in use (blocks)", 170, rangemode="tozero")
-    return go.Figure(data=traces, layout=lay)
+    return go.Figure(data=traces, layout=lay, **checked())
 
 
 def gate_figure(panels: Mapping[str, Sequence[GatePoint]], pool_sizes: Mapping[str, int], *,
@@ -143,4 +143,4 @@ def gate_figure(panels: Mapping[str, Sequence[GatePoint]], pool_sizes: Mapping[s
             hovertemplate=f"pool: {pool:,} usable blocks<extra>{label}</extra>", **_refs(i),
         ))
     lay = _panels_layout(list(panels), title, "blocks (blocks)", 170, rangemode="tozero")
-    return go.Figure(data=traces, layout=lay)
+    return go.Figure(data=traces, layout=lay, **checked())

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from kvlab.allocator import BlockState
 from kvlab.plots.palette import GREY, GREY_LIGHT, group_symbol, request_color
-from kvlab.plots.style import figure
+from kvlab.plots.style import checked, figure
 
 #: Blocks per row of the grid.
 COLUMNS = 32
@@ -63,7 +63,7 @@ def block_map_figure(
         x, y = _xy([b.block_id for b in blocks], columns)
         return go.Scatter(x=x, y=y, mode="markers", name=name, marker=dict(size=11, **marker),
                           customdata=[[b.block_id, b.ref_cnt] for b in blocks],
-                          hovertemplate=f"block %{{customdata[0]}}: {name}<extra></extra>")
+                          hovertemplate=f"block %{{customdata[0]}}: {name}<extra></extra>", **checked())
 
     traces.append(cells(free, f"free ({len(free)})", color=GREY_LIGHT, symbol="square"))
     traces.append(cells(cached, f"free, prefix cached ({len(cached)})", color="white", symbol="square",
@@ -81,7 +81,7 @@ def block_map_figure(
                          "yes" if b.is_cached else "no"] for b in blocks],
             hovertemplate=("block %{customdata[0]}<br>group %{customdata[1]} (%{customdata[2]})"
                            "<br>held by %{customdata[4]} (ref count %{customdata[3]})"
-                           "<br>prefix-cached: %{customdata[5]}<extra></extra>"),
+                           "<br>prefix-cached: %{customdata[5]}<extra></extra>"), **checked(),
         ))
     traces.append(cells(null, "null block", color="black", symbol="x"))
     shared = [b for b in states if b.is_shared]
@@ -90,13 +90,13 @@ def block_map_figure(
         x=x, y=y, mode="markers", name=f"shared by 2+ requests ({len(shared)})",
         marker=dict(size=15, color="black", symbol="square-open", line=dict(width=2)),
         customdata=[[b.block_id, ", ".join(b.owners)] for b in shared],
-        hovertemplate="block %{customdata[0]} shared by %{customdata[1]}<extra></extra>",
+        hovertemplate="block %{customdata[0]} shared by %{customdata[1]}<extra></extra>", **checked(),
     ))
     for g in range(len(group_kinds)):
         traces.append(go.Scatter(
             x=[None], y=[None], mode="markers", name=f"group {g}: {_kind(group_kinds, g)}",
             marker=dict(size=11, color=GREY, symbol=group_symbol(g)),
-            hovertemplate="group legend<extra></extra>",
+            hovertemplate="group legend<extra></extra>", **checked(),
         ))
     rows = (max((b.block_id for b in states), default=0) // columns) + 1
     return figure(

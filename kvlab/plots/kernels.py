@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from kvlab.plots.palette import GREY, OKABE_ITO, SEQUENTIAL, scheme_color
 from kvlab.plots.quantization import grid_columns, log_color_ticks
-from kvlab.plots.style import axis, base_layout, figure
+from kvlab.plots.style import axis, base_layout, checked, figure
 
 
 def head_error_figure(
@@ -20,11 +20,12 @@ def head_error_figure(
     heads = list(range(len(format_error)))
     traces = [go.Bar(x=heads, y=list(format_error), name="format: reference vs truth",
                      marker=dict(color=OKABE_ITO["orange"]),
-                     hovertemplate="head %{x}<br>reference vs truth %{y:.3g}<extra></extra>")]
+                     hovertemplate="head %{x}<br>reference vs truth %{y:.3g}<extra></extra>", **checked())]
     if kernel_error is not None:
         traces.append(go.Bar(x=heads, y=list(kernel_error), name="kernel: Triton vs reference",
                              marker=dict(color=OKABE_ITO["blue"]),
-                             hovertemplate="head %{x}<br>Triton vs reference %{y:.3g}<extra></extra>"))
+                             hovertemplate="head %{x}<br>Triton vs reference %{y:.3g}<extra></extra>",
+                             **checked()))
     return figure(traces, title, "query head (index)", "relative error of the output (log scale)",
                   yaxis=dict(type="log", exponentformat="power"), xaxis=dict(dtick=1), barmode="group")
 
@@ -38,6 +39,7 @@ def output_difference_figure(diff: np.ndarray, *, title: str, what: str) -> go.F
     trace = go.Heatmap(
         x=x, y=y, z=np.log10(np.maximum(d, 10.0**bottom)), customdata=d, coloraxis="coloraxis",
         hovertemplate=f"row %{{y}}, channel %{{x}}<br>|{what}| %{{customdata:.3g}}<extra></extra>",
+        **checked(),
     )
     lay = base_layout(title, height=380)
     lay.update(
@@ -46,7 +48,7 @@ def output_difference_figure(diff: np.ndarray, *, title: str, what: str) -> go.F
                        colorbar=dict(title=dict(text="|difference|<br>(log scale)"),
                                      **log_color_ticks(int(np.ceil(bottom)), int(np.floor(top))))),
     )
-    return go.Figure(data=[trace], layout=lay)
+    return go.Figure(data=[trace], layout=lay, **checked())
 
 
 #: Context axis of the benchmark figures: log scale, one tick per doubling, thousands separated.
@@ -61,7 +63,8 @@ def _by_scheme(rows: Sequence[dict]) -> dict[str, list[dict]]:
 
 
 def _no_data(title: str, x_title: str, y_title: str, message: str) -> go.Figure:
-    fig = figure([go.Scatter(x=[], y=[], name="no data", hovertemplate="no data<extra></extra>")],
+    fig = figure([go.Scatter(x=[], y=[], name="no data", hovertemplate="no data<extra></extra>",
+                                                         **checked())],
                  title, x_title, y_title,
                  annotations=[dict(text=message, xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False)])
     return fig
@@ -88,7 +91,7 @@ def benchmark_time_figure(rows: Sequence[dict], *, title: str, roofline: bool = 
             hovertemplate=(f"{scheme}<br>context %{{x:,}} tokens: %{{y:.1f}} µs<br>"
                            "%{customdata[0]:.0f} GB/s = %{customdata[1]:.1f} % of copy bandwidth<br>"
                            "%{customdata[2]:.0f} B moved per token<br>error vs truth %{customdata[3]:.2e}"
-                           "<extra></extra>"),
+                           "<extra></extra>"), **checked(),
         ))
         if roofline:
             floor = [r["bytes"] / (r["copy_bw_gbps"] * 1e3) for r in rs]  # bytes / (GB/s) → µs
@@ -96,7 +99,7 @@ def benchmark_time_figure(rows: Sequence[dict], *, title: str, roofline: bool = 
                 x=[r["context"] for r in rs], y=floor, name=f"{scheme}: bandwidth floor", legendgroup=scheme,
                 mode="lines", line=dict(color=color, dash="dash", width=1.5), showlegend=False,
                 hovertemplate=(f"{scheme} floor<br>context %{{x:,}}: %{{y:.1f}} µs at copy bandwidth"
-                               "<extra></extra>"),
+                               "<extra></extra>"), **checked(),
             ))
     return figure(traces, title, x_title, y_title, xaxis=_CONTEXT_AXIS,
                   yaxis=dict(type="log"), height=380)
@@ -111,6 +114,7 @@ def benchmark_bandwidth_figure(rows: Sequence[dict], *, title: str) -> go.Figure
         x=[r["context"] for r in rs], y=[r["pct_copy_bw"] for r in rs], name=scheme, mode="lines+markers",
         line=dict(color=scheme_color(scheme), width=2.5),
         hovertemplate=f"{scheme}<br>context %{{x:,}}: %{{y:.1f}} % of copy bandwidth<extra></extra>",
+        **checked(),
     ) for scheme, rs in _by_scheme(rows).items()]
     return figure(traces, title, x_title, y_title, xaxis=_CONTEXT_AXIS,
                   yaxis=dict(range=[0, 105]),

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from kvlab.analysis import ConcurrencyPoint, GroupBlocks, LayerTypeBytes
 from kvlab.plots.palette import GREY, GREY_DARK, KIND_COLORS, OKABE_ITO, categorical
-from kvlab.plots.style import figure, log_axis_ticks
+from kvlab.plots.style import checked, figure, log_axis_ticks
 
 GIB = 2**30
 
@@ -22,11 +22,11 @@ def bytes_per_token_figure(rows: Sequence[LayerTypeBytes], *, title: str) -> go.
         customdata=[[r.num_layers, r.page_bytes, r.total_bytes * r.num_layers] for r in rows],
         hovertemplate=("%{x}<br>data %{y:,} B per token per layer<br>%{customdata[0]} such layers → "
                        "%{customdata[2]:,} B per token<br>page (one block of one layer) %{customdata[1]:,} B"
-                       "<extra></extra>"),
+                       "<extra></extra>"), **checked(),
     )
     scales = go.Bar(
         x=labels, y=[r.scale_bytes for r in rows], name="fp32 scales", marker=dict(color=GREY),
-        hovertemplate="%{x}<br>scales %{y:,} B per token per layer<extra></extra>",
+        hovertemplate="%{x}<br>scales %{y:,} B per token per layer<extra></extra>", **checked(),
     )
     notes = [dict(x=r.label, y=r.total_bytes, text=f"× {r.num_layers} layers", showarrow=False, yshift=10)
              for r in rows]
@@ -60,13 +60,13 @@ def request_memory_figure(
                 customdata=[[len(groups), blocks, sum(g.num_layers for g in groups)]],
                 hovertemplate=(f"{label}<br>{kind.replace('_', ' ')}: %{{customdata[0]}} group(s), "
                                "%{customdata[2]} layers<br>%{customdata[1]:,} blocks = %{x:.2f} GiB"
-                               "<extra></extra>"),
+                               "<extra></extra>"), **checked(),
             ))
             kinds_seen.add(kind)
     pool = go.Scatter(
         y=labels, x=[pool_bytes[label] / GIB for label in labels], mode="markers", name="pool (usable)",
         marker=dict(symbol="line-ns", size=30, line=dict(width=3, color=OKABE_ITO["vermillion"])),
-        hovertemplate="%{y}<br>pool %{x:.2f} GiB<extra></extra>",
+        hovertemplate="%{y}<br>pool %{x:.2f} GiB<extra></extra>", **checked(),
     )
     return figure([*traces, pool], title, "pool memory held by one max_model_len request (GiB)",
                   "configuration", barmode="stack", height=260)
@@ -85,14 +85,14 @@ def concurrency_figure(
                                             if i < 2 else categorical(i), width=2.5),
             customdata=[p.kv_cache_tokens for p in ok],
             hovertemplate=(f"{label}<br>max_model_len %{{x:,}} tokens<br>max concurrency %{{y:.2f}}"
-                           "<br>GPU KV cache size (log) %{customdata:,} tokens<extra></extra>"),
+                           "<br>GPU KV cache size (log) %{customdata:,} tokens<extra></extra>"), **checked(),
         ))
         failed = [p for p in points if p.max_concurrency is None]
         if failed:
             traces.append(go.Scatter(
                 x=[p.max_model_len for p in failed], y=[1.0] * len(failed), mode="markers",
                 name=f"{label}: does not start", marker=dict(symbol="x", size=10, color=GREY_DARK),
-                hovertext=[p.error for p in failed], hovertemplate="%{hovertext}<extra></extra>",
+                hovertext=[p.error for p in failed], hovertemplate="%{hovertext}<extra></extra>", **checked(),
             ))
     shapes = [dict(type="line", xref="paper", x0=0, x1=1, y0=1, y1=1, line=dict(color=GREY, dash="dot"))]
     if current_len is not None:

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from kvlab.analysis import ContextError, LogHistogram, SchemeBytes
 from kvlab.plots.palette import GREY, KV_COLORS, OKABE_ITO, SEQUENTIAL, scheme_color
-from kvlab.plots.style import axis, base_layout, figure
+from kvlab.plots.style import axis, base_layout, checked, figure
 
 
 def log_color_ticks(low_exp: int, high_exp: int) -> dict:
@@ -80,7 +80,7 @@ def error_heatmaps_figure(
             text=np.ascontiguousarray(val, dtype=np.float64).ravel(), name=name, coloraxis="coloraxis",
             xaxis="x" if i == 0 else "x2", yaxis="y" if i == 0 else "y2",
             hovertemplate=(f"{name}<br>token %{{y}}<br>channel %{{x}}<br>|error| %{{customdata:.3g}}"
-                           "<br>value %{text:.4g}<extra></extra>"),
+                           "<br>value %{text:.4g}<extra></extra>"), **checked(),
         ))
     layout = base_layout(title, height=420)
     channel, token = "channel (index within the head)", "token (position)"
@@ -99,7 +99,7 @@ def error_heatmaps_figure(
             for t, x in (("K", 0.22), ("V", 0.76))
         ],
     )
-    return go.Figure(data=traces, layout=layout)
+    return go.Figure(data=traces, layout=layout, **checked())
 
 
 def _step_trace(hist: LogHistogram, name: str, color: str) -> go.Scatter:
@@ -109,7 +109,7 @@ def _step_trace(hist: LogHistogram, name: str, color: str) -> go.Scatter:
         name=label,
         customdata=np.stack([hist.edges[:-1], hist.edges[1:]], axis=-1) if hist.counts else None,
         hovertemplate=(f"{name}<br>|error| %{{customdata[0]:.2g}} – %{{customdata[1]:.2g}}"
-                       "<br>%{y:,} elements<extra></extra>"),
+                       "<br>%{y:,} elements<extra></extra>"), **checked(),
     )
 
 
@@ -133,6 +133,7 @@ def attention_error_figure(
             line=dict(color=scheme_color(scheme), width=3 if strong else 1.5),
             marker=dict(size=7 if strong else 5),
             hovertemplate=f"{scheme}<br>context %{{x}} tokens<br>relative error %{{y:.3g}}<extra></extra>",
+            **checked(),
         ))
     return figure(traces, title, "context (tokens, log scale)", "relative error of the output (log scale)",
                   xaxis=dict(type="log", dtick=float(np.log10(2)), tickformat="d"),
@@ -148,13 +149,13 @@ def scale_bytes_figure(rows: Sequence[SchemeBytes], *, highlight: str | None = N
                     line=dict(width=2, color=[OKABE_ITO["black"] if n == highlight else "rgba(0,0,0,0)"
                                               for n in names])),
         customdata=[r.total_bytes for r in rows],
-        hovertemplate="%{x}<br>data %{y:,} B of %{customdata:,} B per token<extra></extra>",
+        hovertemplate="%{x}<br>data %{y:,} B of %{customdata:,} B per token<extra></extra>", **checked(),
     )
     scales = go.Bar(
         x=names, y=[r.scale_bytes for r in rows], name="fp32 scales", marker=dict(color=GREY),
         customdata=[[100 * r.scale_fraction, 100 * r.scale_overhead] for r in rows],
         hovertemplate=("%{x}<br>scales %{y:,} B: %{customdata[0]:.1f} % of the token, "
-                       "+%{customdata[1]:.1f} % on the data<extra></extra>"),
+                       "+%{customdata[1]:.1f} % on the data<extra></extra>"), **checked(),
     )
     # "+x %" reads as "x % more than the data": the scales over the data, as the lesson's text says it
     notes = [dict(x=r.scheme, y=r.total_bytes, text=f"+{100 * r.scale_overhead:.1f} %",

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kvlab.allocator.hashing import hash_block_tokens
 from kvlab.simulator.workload import RequestSpec, content_id
+
+#: The chained hash of a block, remembered: runs of one workload under other settings (two admission
+#: policies side by side, an explorer revisiting a setting) hash the same prompts again. A key is a
+#: parent hash and a few (content, start, end) runs, so 65,536 entries stay within a few MB.
+_block_hash = lru_cache(maxsize=65_536)(hash_block_tokens)
 
 WAITING, RUNNING, PREEMPTED, FINISHED, REJECTED = "waiting", "running", "preempted", "finished", "rejected"
 
@@ -48,7 +55,7 @@ class SimRequest:
                 off += take
             self._cursor = (seg, off)
             parent = self._hashes[-1] if self._hashes else None
-            self._hashes.append(hash_block_tokens(parent, tuple(runs)))
+            self._hashes.append(_block_hash(parent, tuple(runs)))
         return self._hashes
 
     def append_output_token(self) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from kvlab.plots.style import validating
+
 
 def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
     """Make ``target`` show ``source``: its traces replace the old ones and its layout is applied,
@@ -11,8 +13,10 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
 
     Replacing the traces is faster than updating them property by property (the new traces were
     validated once already, when ``source`` was built). The figures' ``uirevision`` keeps the user's
-    zoom across updates.
+    zoom across updates. Inside :func:`kvlab.plots.style.unvalidated_figures` the widget does not
+    validate the copies either (``source`` was built by kvlab's builders, validated in the tests).
     """
+    target._validate = validating()
     layout = source.layout.to_plotly_json()
     if target.layout.template.layout.paper_bgcolor is not None:
         layout.pop("template", None)  # every kvlab figure uses one template; re-validating it is slow

@@ -63,5 +63,7 @@ def page(browser):
     pg = context.new_page()
     pg.console_errors = []
     pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" else None)
+    # an unhandled rejection (anywidget's "Failed to initialize model.") is a page error, not a console one
+    pg.on("pageerror", lambda e: pg.console_errors.append(f"uncaught: {e}"))
     yield pg
     context.close()

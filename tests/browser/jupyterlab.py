@@ -110,19 +110,22 @@ class LabServer:
 
 
 def copy_notebooks(src: Path, dst: Path) -> None:
-    """Copy the lesson ``.py`` files and convert each to ``.ipynb`` next to it (outputs-free)."""
+    """Copy the lesson and exercise ``.py`` files (``exercises/`` as a subfolder) and convert each to
+    ``.ipynb`` next to it (outputs-free)."""
     import jupytext
 
-    dst.mkdir(parents=True, exist_ok=True)
-    for py in sorted(src.glob("*.py")):
-        shutil.copy2(py, dst / py.name)
-        jupytext.write(jupytext.read(py), dst / (py.stem + ".ipynb"))
+    for folder, target in ((src, dst), (src / "exercises", dst / "exercises")):
+        target.mkdir(parents=True, exist_ok=True)
+        for py in sorted(folder.glob("*.py")):
+            shutil.copy2(py, target / py.name)
+            jupytext.write(jupytext.read(py), target / (py.stem + ".ipynb"))
 
 
 def open_notebook(page, base_url: str, name: str, timeout_ms: int = 90_000) -> None:
-    """Open ``name`` and wait until its kernel is attached and idle."""
-    page.goto(f"{base_url}/lab/tree/{name}")
-    page.locator(".jp-NotebookPanel").first.wait_for(state="visible", timeout=timeout_ms)
+    """Open ``name`` alone (``?reset``: the workspace does not reopen earlier tests' notebooks) and
+    wait until its kernel is attached and idle."""
+    page.goto(f"{base_url}/lab/tree/{name}?reset")
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").first.wait_for(state="visible", timeout=timeout_ms)
     page.wait_for_function(KERNEL_READY_JS, timeout=timeout_ms)
 
 
