@@ -185,3 +185,72 @@ def test_the_hash_block_size_is_named_when_wrong():
         TokenRequest("r", [1, 2, 3], hash_block_size=0)
     request = TokenRequest("r", [1, 2, 3, 4, 5], hash_block_size=2)
     assert request.hash_block_size == 2 and len(request.block_hashes) == 2
+
+
+# -- refusals name what was wrong -------------------------------------------------------------------------
+def test_queue_refusals_name_the_numbers():
+    """A queue of 4 blocks cannot pop 5; a block never queued cannot be removed; an empty queue (made
+    from no blocks at all) has nothing to pop. A fresh block is unlinked and not the null block."""
+    fresh = KVCacheBlock(7)
+    assert fresh.prev_free is None and fresh.next_free is None and fresh.is_null is False
+    queue = FreeBlockQueue([KVCacheBlock(i) for i in range(4)])
+    with pytest.raises(ValueError, match=r"^cannot pop 5 blocks: only 4 are free$"):
+        queue.popleft_n(5)
+    with pytest.raises(ValueError, match=r"^block 7 is not in the free queue$"):
+        queue.remove(fresh)
+    with pytest.raises(ValueError, match=r"^no free block to pop: the free queue is empty$"):
+        FreeBlockQueue([]).popleft()
+
+
+def test_pool_refusals_name_the_numbers(monkeypatch):
+    """With the simulated-pool limit lowered to 10 blocks, 10 are allowed and 11 refused with the whole
+    advice; 0 blocks, taking 5 of 3 free blocks and freeing a free block are refused by number."""
+    import kvlab.allocator.block_pool as block_pool
+
+    monkeypatch.setattr(block_pool, "MAX_SIMULATED_BLOCKS", 10)
+    assert BlockPool(10).num_usable_blocks == 9
+    with pytest.raises(ValueError) as refused:
+        BlockPool(11)
+    assert str(refused.value) == (
+        "a pool of 11 blocks is too large to simulate: kvlab keeps one object per block and allows at most "
+        "10 blocks per pool (about 0.4 GB); use less KV-cache memory (--kv-cache-memory), a larger block "
+        "size (--block-size) or a fixed pool (num_gpu_blocks_override, --num-gpu-blocks-override)"
+    )
+    with pytest.raises(ValueError, match=r"^num_blocks must be >= 1, got 0$"):
+        BlockPool(0)
+    pool = BlockPool(4)
+    assert pool.enable_caching is True and BlockPool(4, enable_caching=False).enable_caching is False
+    with pytest.raises(ValueError, match=r"^cannot get 5 blocks: only 3 are free$"):
+        pool.get_new_blocks(5)
+    (a,) = pool.get_new_blocks(1)
+    pool.free_blocks([a])
+    with pytest.raises(ValueError, match=r"^block 1 freed more often than allocated$"):
+        pool.free_blocks([a])
+
+
+def test_the_null_block_is_skipped_not_a_stop():
+    """A table [null, a]: touching it takes a reference on a only (1 block revived from the free queue);
+    freeing it releases a only. The null block is never counted."""
+    pool = BlockPool(4)
+    (a,) = pool.get_new_blocks(1)
+    pool.free_blocks([a])
+    assert pool.touch([pool.null_block, a]) == 1 and a.ref_cnt == 1
+    assert pool.get_num_free_blocks() == 2
+    assert pool.free_blocks([pool.null_block, a]) == 1 and a.ref_cnt == 0
+    assert pool.get_num_free_blocks() == 3
+
+
+def test_three_blocks_with_one_key_leave_one_by_one():
+    """a, b, c (ids 1, 2, 3) all cached under (H[0], 0), then freed after blocks 4, 5. Reuse order is
+    4, 5, a, b, c: after a is evicted H[0] finds b (b and c remain), after b it finds c, after c nothing."""
+    pool = BlockPool(6)
+    trio = pool.get_new_blocks(3)
+    for block in trio:
+        pool.cache_full_blocks([block], H, 0, 1, group_id=0)
+    pool.free_blocks(trio)
+    assert [blk.block_id for blk in pool.get_new_blocks(3)] == [4, 5, 1]
+    assert pool.get_cached_block(H[0], [0]) == [trio[1]]
+    assert pool.get_new_blocks(1) == [trio[1]]
+    assert pool.get_cached_block(H[0], [0]) == [trio[2]]
+    assert pool.get_new_blocks(1) == [trio[2]]
+    assert pool.get_cached_block(H[0], [0]) is None and pool.cached == {}
