@@ -136,11 +136,18 @@ def bench(lessons: list[str], repeats: int) -> list[dict]:
                     if tracebacks:
                         raise RuntimeError(f"{lesson} raised while running: {tracebacks[0][:500]}")
                     times = []
-                    for i in range(repeats):
-                        times.append(measure_change(page, label, options[i % len(options)]))
+                    try:
+                        for i in range(repeats):
+                            times.append(measure_change(page, label, options[i % len(options)]))
+                    except RuntimeError as exc:  # recorded in the table, the other explorers still run
+                        rows.append(dict(kind="browser", name=name, lesson=lesson, control=label,
+                                         n=len(times), error=str(exc), console_errors=len(console_errors)))
+                        print(f"{name:<20}{label:<12} ERROR {exc}", flush=True)
+                        context.close()
+                        continue
                     rows.append(dict(kind="browser", name=name, lesson=lesson, control=label, n=len(times),
                                      median_ms=statistics.median(times), p95_ms=percentile(times, 95),
-                                     max_ms=max(times), console_errors=len(console_errors)))
+                                     max_ms=max(times), console_errors=len(console_errors), error=""))
                     print(f"{name:<20}{label:<12}{rows[-1]['median_ms']:>9.0f}{rows[-1]['p95_ms']:>9.0f}"
                           f"{rows[-1]['max_ms']:>9.0f}  " + " ".join(f"{t:.0f}" for t in times), flush=True)
                     context.close()
@@ -166,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["label", "kind", "name", "lesson", "control", "n", "median_ms", "p95_ms", "max_ms",
-              "console_errors", "target", "meets_target", "cpus", "load_1min"]
+              "console_errors", "error", "target", "meets_target", "cpus", "load_1min"]
     append = args.append and out.exists()
     with out.open("a" if append else "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields)
@@ -174,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             w.writeheader()
         for r in rows:
             w.writerow({**r, **machine, "target": f"median <= {TARGET_MEDIAN_MS:.0f} ms",
-                        "meets_target": r["median_ms"] <= TARGET_MEDIAN_MS})
+                        "meets_target": not r["error"] and r["median_ms"] <= TARGET_MEDIAN_MS})
     print(f"written {out}")
     return 0
 
