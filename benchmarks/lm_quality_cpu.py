@@ -24,7 +24,7 @@ before any overhead. Sharing work between the runs cannot help: from layer 0's a
 cache changes everything after it.
 
     python benchmarks/lm_quality_cpu.py [--tokens 2048] [--schemes auto,int8_per_token_head,...]
-                                        [--chunk 256] [--lockstep-runs 16] [--threads N]
+                                        [--chunk 128] [--lockstep-runs 4] [--threads N]
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=2048)
     parser.add_argument("--schemes", default="", help="comma-separated names (default: every scheme)")
     parser.add_argument("--bin", type=int, default=256, help="positions per bin of the position table")
-    parser.add_argument("--chunk", type=int, default=256, help="prefill chunk, tokens")
-    parser.add_argument("--lockstep-runs", type=int, default=16,
+    parser.add_argument("--chunk", type=int, default=128, help="prefill chunk, tokens")
+    parser.add_argument("--lockstep-runs", type=int, default=4,
                         help="caches run through one forward together (fewer: less memory)")
     parser.add_argument("--threads", type=int, default=0,
                         help="torch CPU threads (default: torch's choice, one per core)")
