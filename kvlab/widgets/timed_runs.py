@@ -37,8 +37,8 @@ def _per_s(rate: float) -> str:
 def time_table(results: Mapping[str, SimulationResult], gpu: str) -> str:
     """HTML table, one column per run: wall time, token throughputs, TTFT and TPOT on ``gpu``.
 
-    A run that stalled reports the time its last request finished and how many finished; its
-    throughputs count only those.
+    A run that stalled reports the time its last request finished, the clock of its last step (when
+    it stalled) and how many finished; its throughputs count only those.
     """
     rows: list[list[str]] = [
         [f"wall time on {gpu} (model)"],
@@ -52,7 +52,8 @@ def time_table(results: Mapping[str, SimulationResult], gpu: str) -> str:
     for r in results.values():
         m, s = r.metrics, r.summary
         n = s.finished + s.rejected + s.unfinished
-        stalled = " (then stalled)" if s.stalled is not None else ""
+        # a stalled run keeps computing after its last finish: say when it stopped, as the plots show it
+        stalled = f" (then stalled at {r.timeline[-1].time_s:,.2f} s)" if s.stalled is not None else ""
         cells = [
             f"{m.wall_time_s:,.2f} s{stalled}",
             f"{m.finished} of {n}",

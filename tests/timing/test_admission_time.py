@@ -58,7 +58,13 @@ def test_time_panel_sets_the_policies_side_by_side(explorer):
     assert a in text and b in text and "wall time on h100-sxm (model)" in text
     mb = explorer.timed[b].metrics
     assert f"{mb.wall_time_s:,.2f} s" in text and "6 of 6" in text
-    assert "(then stalled)" in text and f"{explorer.timed[a].metrics.finished} of 6" in text
+    ra = explorer.timed[a]
+    assert f"{explorer.timed[a].metrics.finished} of 6" in text
+    # the stalled run computed on after its last finish: the panel names the clock of its last step,
+    # where the throughput plot's line ends
+    stalled_at = ra.timeline[-1].time_s
+    assert stalled_at > ra.metrics.wall_time_s
+    assert f"{ra.metrics.wall_time_s:,.2f} s (then stalled at {stalled_at:,.2f} s)" in text
     # throughput over the wall time: prompt tokens / wall time
     assert mb.prompt_tokens == sum(r.prompt_tokens for r in workload("long prompts", 32768))
     assert f"{mb.prompt_tokens / mb.wall_time_s:,.0f}" in text
