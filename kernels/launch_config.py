@@ -20,6 +20,10 @@ The two questions a launch must answer:
   tiles in all, so that a short sequence still has work for every multiprocessor; then each
   program's key range is cut into ``min(P / (B × Hkv), its tiles, 128)`` segments: one wave of
   ``P`` programs, each streaming an equal share.
+* **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; over a
+  16-bit cache at head size 128, 256 rows on 16 warps. Query blocks are launched last-first: under
+  causal attention the last blocks see the most keys, and launched first they no longer finish
+  alone at the end of the grid (8,192 tokens from an empty cache: 1368 against 1506 µs in order).
 * **Registers.** A program's K and V tiles, converted for the tensor cores, live in registers; for
   8-bit caches the compiler takes 210 per thread, which leaves room for only two programs per
   multiprocessor. When more programs than that want to run, a cap of 128 (``max_registers``) lets
@@ -66,11 +70,13 @@ DECODE_TILE_BYTES: int = 16384
 DECODE_STAGES: int = 2
 #: Rows (query positions × heads of a group) of a prefill program at head size <= 128.
 PREFILL_BLOCK_M: int = 128
-#: Rows of a prefill program at head size 128 exactly: 256 rows on 16 warps (the fp32 accumulator is
-#: still 64 values per thread). Each K/V tile (and, for 8-bit caches, its conversion for the tensor
-#: cores) then serves twice the rows. Measured on an H100 (benchmarks/kernel_notes.md, round 3
-#: sweep): the 2,048-token chunk over 8,192 ran in 634 µs against 660 µs for 128 rows on 8 warps (bf16).
-PREFILL_BLOCK_M_HEAD128: int = 256
+#: Rows of a prefill program over a 16-bit cache at head size 128 exactly: 256 rows on 16 warps (the
+#: fp32 accumulator is still 64 values per thread), so each K/V tile serves twice the rows. Measured
+#: on an H100 (benchmarks/kernel_notes.md, v16), both launched longest first: bf16, the 2,048-token
+#: chunk over 8,192 in 593 µs against 662 µs for 128 rows on 8 warps, 8,192 tokens from an empty
+#: cache in 1368 µs against 1527 µs. 8-bit caches keep 128 rows: with 256, per-tensor fp8 ran 6%
+#: slower (861 against 810 µs on the chunk) and int8 per-token-head gained only 1% (1001 / 1014 µs).
+PREFILL_BLOCK_M_16BIT_HEAD128: int = 256
 #: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
 #: (128-key tiles) 210 registers per thread, so only two 4-warp programs fit on a multiprocessor
 #: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
@@ -203,8 +209,9 @@ def choose_tiling(
         # The fp32 accumulator (block_m × head) stays in registers: 16K values over 8 warps (64 per
         # thread) at head size 128. 128 rows × 64 keys per step is the tile FlashAttention-2 uses on
         # this class of GPU; the previous 64 rows × 64 keys on 4 warps measured 249 TFLOP/s on an H100.
-        # At head size 128, 256 rows on 16 warps keep the same 64 accumulator values per thread.
-        rows = PREFILL_BLOCK_M_HEAD128 if dpad == 128 else min(PREFILL_BLOCK_M, 16384 // dpad)
+        # 16-bit cache, head size 128: 256 rows on 16 warps keep the same 64 accumulator values per thread
+        wide = dpad == 128 and kv_element_bytes >= 2
+        rows = PREFILL_BLOCK_M_16BIT_HEAD128 if wide else min(PREFILL_BLOCK_M, 16384 // dpad)
         block_m = max(rows_for_group, rows)
         block_q = max(1, block_m // group)
         tile_n = min(64, max(16, 8192 // dpad))

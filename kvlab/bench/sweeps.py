@@ -53,10 +53,11 @@ class Sweep:
 def default_sweep(config: BenchConfig) -> Sweep:
     """The candidates behind the open launch questions of :mod:`kvlab.kernels.launch_config`.
 
-    * Prefill (the 2,048-token chunk over 8,192 and 8,192 tokens from an empty cache): the rule's
-      256 rows on 16 warps, longest query blocks first, against 128 rows on 8 warps (the rule
-      before) in both launch orders and 256 rows in query order; for fp8, Triton's own fp8 → bf16
-      conversion against the bit moves.
+    * Prefill (the 2,048-token chunk over 8,192 and 8,192 tokens from an empty cache): 128 rows on
+      8 warps (the rule before, in query order) and 256 rows on 16 warps, each in both launch
+      orders; for fp8, Triton's own fp8 → bf16 conversion against the bit moves. (Outcome, v16 in
+      ``benchmarks/kernel_notes.md``: 256 rows longest first for 16-bit caches, 128 rows longest
+      first for 8-bit ones.)
     * 8-bit decode, one sequence of 32K tokens (53% of copy bandwidth): double-buffered K/V
       (3 stages) with fewer, longer segments, so that a program has its next tile in flight while it
       works on the current one.
@@ -77,8 +78,8 @@ def default_sweep(config: BenchConfig) -> Sweep:
                                          num_stages=stages, num_splits=splits, max_registers=regs))
 
     def pre(block_m, warps, longest_first, fast=True):
-        return Candidate(AttentionTiling(block_m=block_m, block_q=block_m // group, tile_n=64, num_warps=warps,
-                                         num_stages=3, longest_first=longest_first), fast)
+        return Candidate(AttentionTiling(block_m=block_m, block_q=block_m // group, tile_n=64,
+                                         num_warps=warps, num_stages=3, longest_first=longest_first), fast)
 
     prefill = [pre(128, 8, False), pre(128, 8, True), pre(256, 16, False),
                Candidate(None, fp8_fast_decode=False), pre(128, 8, False, fast=False)]

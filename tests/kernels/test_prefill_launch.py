@@ -1,4 +1,5 @@
-"""Prefill launch shape: 256 rows on 16 warps at head size 128, query blocks launched longest first.
+"""Prefill launch shape: 256 rows on 16 warps over a 16-bit cache at head size 128, query blocks
+launched longest first.
 
 The launch order must not change the result: each program owns its rows alone. Both orders are
 compared with the float64 reference on fresh inputs, with NaN-filled outputs, on a batch of two
@@ -18,10 +19,10 @@ from kvlab.reference import paged_attention_reference
 from .conftest import kernel_tolerance, poisoned
 
 
-def _prefill_tiling(head_size: int) -> AttentionTiling:
-    return choose_tiling(group=4, head_size=head_size, head_size_v=head_size, kv_element_bytes=2,
-                         max_query_len=2048, max_seq_len=8192, num_tokens=2048, num_seqs=1, num_kv_heads=8,
-                         num_sms=132)
+def _prefill_tiling(head_size: int, kv_element_bytes: int = 2) -> AttentionTiling:
+    return choose_tiling(group=4, head_size=head_size, head_size_v=head_size,
+                         kv_element_bytes=kv_element_bytes, max_query_len=2048, max_seq_len=8192,
+                         num_tokens=2048, num_seqs=1, num_kv_heads=8, num_sms=132)
 
 
 def test_prefill_rule_head_128_takes_256_rows_longest_first():
@@ -30,6 +31,11 @@ def test_prefill_rule_head_128_takes_256_rows_longest_first():
     # per thread, the same as 128 rows on 8 warps
     assert (t.block_m, t.block_q, t.num_warps, t.tile_n) == (256, 64, 16, 64)
     assert t.longest_first and t.num_splits == 1
+
+
+def test_prefill_rule_8bit_cache_keeps_128_rows():
+    t = _prefill_tiling(128, kv_element_bytes=1)
+    assert (t.block_m, t.block_q, t.num_warps) == (128, 32, 8) and t.longest_first
 
 
 def test_prefill_rule_other_head_sizes_unchanged():
