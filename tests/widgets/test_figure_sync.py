@@ -16,7 +16,8 @@ COMMANDS = ("_py2js_addTraces", "_py2js_deleteTraces", "_py2js_restyle", "_py2js
 
 
 def _figure(ys: list[np.ndarray], title: str, **layout) -> go.Figure:
-    fig = go.Figure([go.Scatter(x=np.arange(len(y)), y=y, name=f"t{i}", mode="lines") for i, y in enumerate(ys)])
+    fig = go.Figure([go.Scatter(x=np.arange(len(y)), y=y, name=f"t{i}", mode="lines")
+                     for i, y in enumerate(ys)])
     fig.update_layout(title={"text": title}, **layout)
     return fig
 
