@@ -12,6 +12,11 @@ wall time and the peak resident memory of the kernel's process tree.
 Targets (2 CPU cores): median ≤ 100 ms and 95th percentile ≤ 150 ms per interaction; ≤ 60 s and
 ≤ 1.5 GB per notebook.
 
+Some explorers draw their views in seconds just after the others (``Explorer.later``: in a notebook
+the page draws the first figures while the rest is computed). Outside an event loop both run before
+the change returns, so the columns time the whole update; ``1st`` columns (``first_*`` in the CSV)
+time the update until the first figures were sent (``Explorer.first_view_s``).
+
 Each interaction is timed twice: wall clock (what a user waits for on an idle machine) and the
 process's CPU time (``time.process_time``: what the update costs, nearly unaffected when other
 processes share the cores; on a loaded machine the wall time is inflated by the load). To compare
@@ -93,7 +98,7 @@ def bench_explorers() -> list[dict]:
         t0 = time.perf_counter()
         explorer = getattr(widgets_module, builder)(debounce_s=0)
         build_s = time.perf_counter() - t0
-        times, cpu = [], []
+        times, cpu, first, first_cpu = [], [], [], []
         for control, value in sequence:
             widget = explorer.controls[control]
             options = [o[1] if isinstance(o, tuple) else o for o in getattr(widget, "options", ())]
@@ -103,12 +108,17 @@ def bench_explorers() -> list[dict]:
             widget.value = value
             times.append((time.perf_counter() - start) * 1e3)
             cpu.append((time.process_time() - start_cpu) * 1e3)
+            first.append(explorer.first_view_s[0] * 1e3)
+            first_cpu.append(explorer.first_view_s[1] * 1e3)
             if explorer.last_error:
                 raise RuntimeError(f"{name}: setting {control}={value!r} failed: {explorer.last_error}")
         rows.append(dict(kind="interaction", name=name, n=len(times), median_ms=statistics.median(times),
                          p95_ms=percentile(times, 95), max_ms=max(times),
                          cpu_median_ms=statistics.median(cpu), cpu_p95_ms=percentile(cpu, 95),
-                         cpu_max_ms=max(cpu), build_s=build_s))
+                         cpu_max_ms=max(cpu), build_s=build_s,
+                         first_median_ms=statistics.median(first), first_p95_ms=percentile(first, 95),
+                         first_cpu_median_ms=statistics.median(first_cpu),
+                         first_cpu_p95_ms=percentile(first_cpu, 95)))
     return rows
 
 
@@ -123,9 +133,11 @@ def bench_notebooks() -> list[dict]:
     return rows
 
 
-def _meets(row: dict) -> bool:
-    """The interaction targets, judged on CPU time (the wall clock also counts other processes)."""
-    return row["cpu_median_ms"] <= INTERACTION_TARGET_MS and row["cpu_p95_ms"] <= INTERACTION_P95_TARGET_MS
+def _meets(row: dict, prefix: str = "") -> bool:
+    """The interaction targets, judged on CPU time (the wall clock also counts other processes):
+    of the whole update, or with ``prefix="first_"`` of its first view."""
+    return (row[f"{prefix}cpu_median_ms"] <= INTERACTION_TARGET_MS
+            and row[f"{prefix}cpu_p95_ms"] <= INTERACTION_P95_TARGET_MS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,12 +154,13 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"CPU cores {machine['cpus']}, load average at start {machine['load_1min']}")
     print(f"\n{'explorer':<20}{'n':>4}{'median ms':>11}{'p95 ms':>9}{'max ms':>9}{'CPU med':>9}{'CPU p95':>9}"
-          f"{'build s':>9}  target (CPU) ≤ {INTERACTION_TARGET_MS:.0f} ms median, "
-          f"≤ {INTERACTION_P95_TARGET_MS:.0f} ms p95")
+          f"{'1st med':>9}{'1st p95':>9}{'build s':>9}  target (CPU) ≤ {INTERACTION_TARGET_MS:.0f} ms median, "
+          f"≤ {INTERACTION_P95_TARGET_MS:.0f} ms p95 (whole update; first view)")
     for r in explorers:
-        ok = "ok" if _meets(r) else "OVER"
+        ok = ("ok" if _meets(r) else "OVER") + "; " + ("ok" if _meets(r, "first_") else "OVER")
         print(f"{r['name']:<20}{r['n']:>4}{r['median_ms']:>11.1f}{r['p95_ms']:>9.1f}{r['max_ms']:>9.1f}"
-              f"{r['cpu_median_ms']:>9.1f}{r['cpu_p95_ms']:>9.1f}{r['build_s']:>9.2f}  {ok}")
+              f"{r['cpu_median_ms']:>9.1f}{r['cpu_p95_ms']:>9.1f}{r['first_cpu_median_ms']:>9.1f}"
+              f"{r['first_cpu_p95_ms']:>9.1f}{r['build_s']:>9.2f}  {ok}")
     if notebooks:
         print(f"\n{'notebook':<40}{'seconds':>9}{'peak RSS MB':>13}  target ≤ {NOTEBOOK_TARGET_S:.0f} s, "
               f"≤ {NOTEBOOK_TARGET_BYTES / 1e9:.1f} GB")
@@ -159,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["label", "kind", "name", "n", "median_ms", "p95_ms", "max_ms", "cpu_median_ms", "cpu_p95_ms",
-              "cpu_max_ms", "build_s", "seconds", "peak_rss_mb", "error", "target", "meets_target", "cpus",
+              "cpu_max_ms", "first_median_ms", "first_p95_ms", "first_cpu_median_ms", "first_cpu_p95_ms",
+              "first_view_meets_target", "build_s", "seconds", "peak_rss_mb", "error", "target", "meets_target", "cpus",
               "load_1min", "python"]
     machine["label"] = args.label
     append = args.append and out.exists()
@@ -170,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in explorers:
             target = (f"CPU median <= {INTERACTION_TARGET_MS:.0f} ms, "
                       f"p95 <= {INTERACTION_P95_TARGET_MS:.0f} ms")
-            w.writerow({**r, **machine, "target": target, "meets_target": _meets(r)})
+            w.writerow({**r, **machine, "target": target, "meets_target": _meets(r),
+                        "first_view_meets_target": _meets(r, "first_")})
         for r in notebooks:
             ok = r["seconds"] <= NOTEBOOK_TARGET_S and r["peak_rss_mb"] * 1e6 <= NOTEBOOK_TARGET_BYTES
             w.writerow({**r, **machine, "target": "<= 60 s and <= 1.5 GB",

@@ -8,6 +8,10 @@ in the page's clock), which covers the debounce delay, the kernel's update, the 
 and plotly.js drawing. A redraw counts when it comes within 1.5 s of the previous one; a change with
 no redraw within 60 s is an error.
 
+Each change is also broken down (medians in the table and CSV; see :func:`breakdown`): the time to
+the kernel (debounce included), the Python handler, the messages the kernel sent and their size, and
+the drawing left after the kernel went idle, from the page's websocket frames.
+
 Target (2 CPU cores): median ≤ 300 ms from a control change to the figure redrawn.
 
     python benchmarks/widgets_browser_bench.py [--repeats 6] [--only 02_quantization_error]
@@ -82,9 +86,58 @@ CHANGE_JS = """([label, option]) => {
 }"""
 
 
-def measure_change(page, label: str, option: str, timeout_s: float = 60.0) -> float:
-    """Latency of one dropdown change: ms from the ``change`` event to the last redraw it caused."""
+#: Page script run before JupyterLab starts: record every websocket frame from the server (page time,
+#: bytes, the message type of its header, a status message's execution state).
+RECORD_FRAMES_JS = """(() => {
+  const Native = window.WebSocket;
+  window.__kvlabFrames = [];
+  const decoder = new TextDecoder();
+  class Recorded extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (ev) => {
+        const t = performance.now();
+        let text = '', size = 0;
+        if (typeof ev.data === 'string') { text = ev.data.slice(0, 4096); size = ev.data.length; }
+        else if (ev.data instanceof ArrayBuffer) {
+          size = ev.data.byteLength;
+          text = decoder.decode(new Uint8Array(ev.data, 0, Math.min(size, 4096)));
+        } else if (ev.data && ev.data.size !== undefined) { size = ev.data.size; }
+        const type = (text.match(/"msg_type":\\s*"(\\w+)"/) || [])[1] || '';
+        const state = (text.match(/"execution_state":\\s*"(\\w+)"/) || [])[1] || '';
+        window.__kvlabFrames.push([t, size, type, state]);
+      });
+    }
+  }
+  window.WebSocket = Recorded;
+})();"""
+
+
+def breakdown(t0: float, draws: list[float], frames: list[list]) -> dict:
+    """Where one change's time went, from the page's clock (ms after the ``change`` event).
+
+    ``to_kernel_ms``: until the kernel reports busy (the debounce delay and the message's trip);
+    ``handler_ms``: busy → idle, the Python update; ``comm_msgs`` / ``comm_kb``: the messages the
+    kernel sent meanwhile; ``draw_after_ms``: from idle to the last redraw (plotly.js drawing what the
+    kernel sent, beyond what overlapped the handler); ``draws``: redraws counted.
+    """
+    frames = [f for f in frames if f[0] >= t0]
+    busy = next((f[0] for f in frames if f[2] == "status" and f[3] == "busy"), None)
+    idle = next((f[0] for f in frames if busy is not None and f[0] >= busy and f[2] == "status"
+                 and f[3] == "idle"), None)
+    comms = [f for f in frames if f[2] == "comm_msg" and (idle is None or f[0] <= idle)]
+    last = max(draws) if draws else None
+    return dict(to_kernel_ms=None if busy is None else busy - t0,
+                handler_ms=None if idle is None or busy is None else idle - busy,
+                comm_msgs=len(comms), comm_kb=sum(f[1] for f in comms) / 1e3,
+                draw_after_ms=None if idle is None or last is None else last - idle, draws=len(draws))
+
+
+def measure_change(page, label: str, option: str, timeout_s: float = 60.0) -> tuple[float, dict]:
+    """Latency of one dropdown change: ms from the ``change`` event to the last redraw it caused,
+    and its :func:`breakdown`."""
     page.evaluate(LISTEN_JS)
+    page.evaluate("() => { window.__kvlabFrames = []; }")
     started = page.evaluate(CHANGE_JS, [label, option])
     if "error" in started:
         raise RuntimeError(started["error"])
@@ -95,8 +148,22 @@ def measure_change(page, label: str, option: str, timeout_s: float = 60.0) -> fl
         draws, now = page.evaluate("() => [window.__kvlabDraws, performance.now()]")
         after = [d for d in draws if d >= t0]
         if after and now - after[-1] >= SETTLE_MS:
-            return after[-1] - t0
+            frames = page.evaluate("() => window.__kvlabFrames")
+            return after[-1] - t0, breakdown(t0, after, frames)
     raise RuntimeError(f"no figure redrawn within {timeout_s:.0f} s after {label} = {option}")
+
+
+#: The breakdown columns (medians over the changes), as :func:`breakdown` names them.
+BREAKDOWN = ("to_kernel_ms", "handler_ms", "comm_msgs", "comm_kb", "draw_after_ms", "draws")
+
+
+def _median(values: list) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def _cell(value: float | None) -> str:
+    return f"{'–':>9}" if value is None else f"{value:>9.0f}"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -107,7 +174,7 @@ def percentile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def bench(lessons: list[str], repeats: int) -> list[dict]:
+def bench(lessons: list[str], repeats: int, verbose: bool = False) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     chromium = find_chromium()
@@ -126,6 +193,7 @@ def bench(lessons: list[str], repeats: int) -> list[dict]:
                 for lesson in lessons:
                     name, label, options = INTERACTIONS[lesson]
                     context = browser.new_context(viewport={"width": 1400, "height": 1800})
+                    context.add_init_script(RECORD_FRAMES_JS)
                     page = context.new_page()
                     console_errors: list[str] = []
                     page.on("console", lambda m, errs=console_errors: errs.append(m.text)
@@ -135,21 +203,30 @@ def bench(lessons: list[str], repeats: int) -> list[dict]:
                     tracebacks = error_outputs(page)
                     if tracebacks:
                         raise RuntimeError(f"{lesson} raised while running: {tracebacks[0][:500]}")
-                    times = []
+                    times, parts = [], []
                     try:
                         for i in range(repeats):
-                            times.append(measure_change(page, label, options[i % len(options)]))
+                            latency, part = measure_change(page, label, options[i % len(options)])
+                            times.append(latency)
+                            parts.append(part)
                     except RuntimeError as exc:  # recorded in the table, the other explorers still run
                         rows.append(dict(kind="browser", name=name, lesson=lesson, control=label,
                                          n=len(times), error=str(exc), console_errors=len(console_errors)))
                         print(f"{name:<20}{label:<12} ERROR {exc}", flush=True)
                         context.close()
                         continue
+                    medians = {k: _median([p[k] for p in parts]) for k in BREAKDOWN}
                     rows.append(dict(kind="browser", name=name, lesson=lesson, control=label, n=len(times),
                                      median_ms=statistics.median(times), p95_ms=percentile(times, 95),
-                                     max_ms=max(times), console_errors=len(console_errors), error=""))
+                                     max_ms=max(times), console_errors=len(console_errors), error="",
+                                     **medians))
                     print(f"{name:<20}{label:<12}{rows[-1]['median_ms']:>9.0f}{rows[-1]['p95_ms']:>9.0f}"
-                          f"{rows[-1]['max_ms']:>9.0f}  " + " ".join(f"{t:.0f}" for t in times), flush=True)
+                          f"{rows[-1]['max_ms']:>9.0f}" + "".join(_cell(medians[k]) for k in BREAKDOWN)
+                          + "  " + " ".join(f"{t:.0f}" for t in times), flush=True)
+                    if verbose:
+                        for t, p in zip(times, parts, strict=True):
+                            print(f"    {t:7.0f} ms: " + ", ".join(
+                                f"{k} {'–' if p[k] is None else round(p[k])}" for k in BREAKDOWN), flush=True)
                     context.close()
                 browser.close()
         finally:
@@ -161,18 +238,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=6, help="changes per explorer")
     parser.add_argument("--only", action="append", choices=sorted(INTERACTIONS), help="lessons to run")
+    parser.add_argument("--verbose", action="store_true", help="print each change's breakdown")
     parser.add_argument("--label", default="", help="name of the version measured (a CSV column)")
     parser.add_argument("--append", action="store_true", help="add rows to --out instead of replacing it")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "widgets_browser.csv"))
     args = parser.parse_args(argv)
     machine = dict(cpus=os.cpu_count(), load_1min=round(os.getloadavg()[0], 2), label=args.label)
     print(f"CPU cores {machine['cpus']}, load average at start {machine['load_1min']}")
-    print(f"{'explorer':<20}{'control':<12}{'median':>9}{'p95':>9}{'max':>9}  each change (ms); "
+    print(f"{'explorer':<20}{'control':<12}{'median':>9}{'p95':>9}{'max':>9}{'→kernel':>9}{'handler':>9}"
+          f"{'msgs':>9}{'kB':>9}{'draw+':>9}{'draws':>9}  each change (ms); "
           f"target median ≤ {TARGET_MEDIAN_MS:.0f} ms")
-    rows = bench(args.only or list(INTERACTIONS), args.repeats)
+    rows = bench(args.only or list(INTERACTIONS), args.repeats, args.verbose)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fields = ["label", "kind", "name", "lesson", "control", "n", "median_ms", "p95_ms", "max_ms",
+    fields = ["label", "kind", "name", "lesson", "control", "n", "median_ms", "p95_ms", "max_ms", *BREAKDOWN,
               "console_errors", "error", "target", "meets_target", "cpus", "load_1min"]
     append = args.append and out.exists()
     with out.open("a" if append else "w", newline="") as fh:

@@ -14,15 +14,19 @@ from kvlab.serving.breakdown import request_bytes
 from kvlab.sizing.gpu_memory import WEIGHT_DTYPES, GPUMemoryEstimate
 from kvlab.timing import estimate_kv_cache_memory
 
+#: vLLM's default ``--gpu-memory-utilization`` (vllm/config/cache.py: ``gpu_memory_utilization = 0.9``).
+VLLM_DEFAULT_UTILIZATION = 0.9
+
 
 def memory_from_gpu(args: argparse.Namespace) -> GPUMemoryEstimate | None:
-    """With ``--gpu-memory-utilization``: vLLM's budget estimated from the GPU (``args`` updated)."""
-    if args.gpu_memory_utilization is None:
-        if args.gpu is not None:
-            raise ValueError("--gpu needs --gpu-memory-utilization (the fraction of its memory vLLM may use)")
+    """With ``--gpu``: vLLM's budget estimated from the GPU (``args`` updated); the utilization
+    defaults to vLLM's 0.9."""
+    if args.gpu is None and args.gpu_memory_utilization is None:
         return None
     if args.gpu is None:
         raise ValueError(f"--gpu-memory-utilization needs --gpu (one of {', '.join(GPU_NAMES)})")
+    if args.gpu_memory_utilization is None:
+        args.gpu_memory_utilization = VLLM_DEFAULT_UTILIZATION
     est = estimate_kv_cache_memory(
         args.gpu,
         get_model(args.model),
@@ -43,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     hybrid = config.hybrid_block_choice()
     hybrid_lines = list(hybrid.log_lines) if hybrid else []
     per_request = request_bytes(config)
-    origin_note = ("" if config.kv_cache_dtype == "fp8_ds_mla"
-                   else get_scheme(config.kv_cache_dtype).origin_note)
+    origin_note = (
+        "" if config.kv_cache_dtype == "fp8_ds_mla" else get_scheme(config.kv_cache_dtype).origin_note
+    )
     groups = [
         {
             "kind": g.kind,
@@ -81,9 +86,13 @@ def run(args: argparse.Namespace) -> int:
                     "kv_cache_memory_source": "estimate" if estimate else "given",
                     "kv_cache_memory_estimate": estimate.describe() if estimate else None,
                     "pipeline_stages": [
-                        {"stage": st.index, "num_layers": len(st.layer_names),
-                         "bytes_per_block": st.bytes_per_block, "kv_cache_memory_bytes": st.available_bytes,
-                         "blocks_fit": st.blocks_fit}
+                        {
+                            "stage": st.index,
+                            "num_layers": len(st.layer_names),
+                            "bytes_per_block": st.bytes_per_block,
+                            "kv_cache_memory_bytes": st.available_bytes,
+                            "blocks_fit": st.blocks_fit,
+                        }
                         for st in plan.stages
                     ],
                 },
@@ -116,9 +125,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"KV-cache memory      {config.kv_cache_memory / 2**30:.2f} GiB per GPU, {source}")
     for st in plan.stages:
-        print(f"pipeline stage {st.index:<5} {len(st.layer_names)} layers with a cache, "
-              f"{st.bytes_per_block:,} B per block, {st.available_bytes / 2**30:.2f} GiB: "
-              f"{st.blocks_fit:,} blocks fit")
+        print(
+            f"pipeline stage {st.index:<5} {len(st.layer_names)} layers with a cache, "
+            f"{st.bytes_per_block:,} B per block, {st.available_bytes / 2**30:.2f} GiB: "
+            f"{st.blocks_fit:,} blocks fit"
+        )
     print(f"bytes per block      {plan.bytes_per_block:,}" + (" (tightest stage)" if plan.stages else ""))
     print(f"num_blocks           {plan.num_blocks:,} (block 0 is the null block)")
     print(f"blocks per request   {plan.blocks_per_max_request:,} (max_model_len={plan.max_model_len:,})")
@@ -141,15 +152,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("capacity", help="KV-cache groups, blocks and max concurrency, as vLLM sizes them")
     add_engine_arguments(p)
     p.add_argument(
-        "--gpu", default=None, help=f"estimate the KV-cache memory on this GPU: {', '.join(GPU_NAMES)}"
+        "--gpu",
+        default=None,
+        help=f"estimate the KV-cache memory on this GPU (replaces --kv-cache-memory): {', '.join(GPU_NAMES)}",
     )
     p.add_argument(
         "--gpu-memory-utilization",
         type=float,
         default=None,
         help="with --gpu: KV memory = utilization x GPU memory - weights - activations (an estimate that "
-        "replaces --kv-cache-memory)",
+        "replaces --kv-cache-memory; default 0.9, vLLM's)",
     )
-    p.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES,
-                   help="weights' dtype (default bf16)")
+    p.add_argument(
+        "--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="weights' dtype (default bf16)"
+    )
     p.set_defaults(func=run)

@@ -35,13 +35,20 @@ def run(args: argparse.Namespace) -> int:
             "-" if g.fp8_flops is None else f"{g.fp8_flops / 1e12:,.0f}",
             "-" if g.fp4_flops is None else f"{g.fp4_flops / 1e12:,.0f}",
             f"{g.memory_bandwidth / 1e9:,.0f}",
-            f"{g.memory_bytes / 1e9:,.0f}",
+            f"{g.memory_bytes / 2**30:,.2f}",
+            "-" if g.vendor_memory_bytes is None else f"{g.vendor_memory_bytes / 1e9:,.0f}",
             "-" if g.interconnect_bandwidth is None else f"{g.interconnect_bandwidth / 1e9:,.0f}",
         ]
         for g in GPU_PROFILES.values()
     ]
-    print_table(rows, ["name", "GPU", "BF16 TFLOP/s", "FP8", "FP4", "GB/s", "GB", "link GB/s"])
-    print("dense tensor-core peaks from the vendors' spec sheets (sources: kvlab.hardware.GPU_PROFILES)")
+    print_table(
+        rows, ["name", "GPU", "BF16 TFLOP/s", "FP8", "FP4", "GB/s", "CUDA GiB", "sheet GB", "link GB/s"]
+    )
+    print(
+        "dense tensor-core peaks from the vendors' spec sheets; CUDA GiB is the total CUDA reports (what "
+        "vLLM's gpu_memory_utilization multiplies), read off public logs "
+        "(sources: kvlab.hardware.GPU_PROFILES)"
+    )
     print()
     print_table(eff.rows(), ["step part", "kv dtype", "efficiency", "latency", "source"])
     print("efficiencies are fractions of the spec-sheet peak; edit them with kvlab.timing.Efficiencies")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kvlab.models.config_fields import DENSE_FIELDS, refuse_unsupported
+from kvlab.models.experts import expert_weights_from_config
 from kvlab.models.hf_layers import layer_plan
 from kvlab.models.hf_state import state_layer
 from kvlab.models.model import LayerKV, ModelKV
@@ -141,6 +142,7 @@ def _model_from_dict(config: dict[str, Any], name: str | None, source: str, wher
         mamba_chunk_size=int(cfg["mamba_chunk_size"]) if cfg.get("mamba_chunk_size") else None,
         hidden_size=_optional_int(cfg, "hidden_size", where),
         num_hidden_layers=num_layers,
+        experts=expert_weights_from_config(cfg, outer, num_layers),
     )
 
 

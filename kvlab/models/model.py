@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvlab.models.experts import ExpertWeights
 from kvlab.models.parallel import check_tensor_parallel, kv_heads_per_gpu
 from kvlab.models.state_layers import StateLayerKV
 from kvlab.sizing.mla_spec import MLAAttentionSpec
@@ -146,6 +147,8 @@ class ModelKV:
             width is not query heads × head size).
         num_hidden_layers: decoder layers, attention, state and MLP-only ones alike (what pipeline
             parallelism splits); ``None`` = one more than the highest ``layers.N`` index.
+        experts: routed experts stored in their own format (gpt-oss: MXFP4), counted apart from
+            the rest of the weights; ``None`` = every weight in one dtype.
     """
 
     name: str
@@ -161,6 +164,7 @@ class ModelKV:
     mamba_chunk_size: int | None = None
     hidden_size: int | None = None
     num_hidden_layers: int | None = None
+    experts: ExpertWeights | None = None
 
     def __post_init__(self) -> None:
         for field in ("num_attention_heads", "num_parameters", "num_active_parameters", "hidden_size",
@@ -175,6 +179,12 @@ class ModelKV:
             raise ValueError(
                 f"num_active_parameters ({self.num_active_parameters:,}) of model {self.name!r} exceeds "
                 f"num_parameters ({self.num_parameters:,})"
+            )
+        experts, total = self.experts, self.num_parameters
+        if experts is not None and total is not None and experts.num_parameters > total:
+            raise ValueError(
+                f"the routed experts of model {self.name!r} ({experts.num_parameters:,} weights) "
+                f"exceed num_parameters ({total:,})"
             )
         if not self.layers and not self.state_layers:
             raise ValueError(f"model {self.name!r} has neither attention nor state layers")

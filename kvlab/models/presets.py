@@ -100,7 +100,8 @@ PRESET_CONFIGS: dict[str, tuple[str, dict]] = {
         },
     ),
     # openai/gpt-oss-20b (2025-08): 24 layers alternating sliding (128) / full, 64 heads, 8 KV heads,
-    # head_dim 64, max_position_embeddings 131072. Checked against public copies of the config.
+    # head_dim 64, max_position_embeddings 131072; hidden 2880, 32 routed experts of width 2880 in
+    # MXFP4 (quantization_config), the rest bf16. Checked against public copies of the config.
     "gpt-oss-20b": (
         "openai/gpt-oss-20b",
         {
@@ -112,10 +113,15 @@ PRESET_CONFIGS: dict[str, tuple[str, dict]] = {
             "sliding_window": 128,
             "max_position_embeddings": 131072,
             "torch_dtype": "bfloat16",
+            "hidden_size": 2880,
+            "num_local_experts": 32,
+            "intermediate_size": 2880,
+            "quantization_config": {"quant_method": "mxfp4"},
         },
     ),
     # openai/gpt-oss-120b (2025-08): 36 layers as 18 × [sliding 128, full], 64 heads, 8 KV heads,
-    # head_dim 64, max_position_embeddings 131072. Checked against a public copy of the config.
+    # head_dim 64, max_position_embeddings 131072; hidden 2880, 128 routed experts of width 2880 in
+    # MXFP4 (quantization_config), the rest bf16. Checked against a public copy of the config.
     "gpt-oss-120b": (
         "openai/gpt-oss-120b",
         {
@@ -127,6 +133,10 @@ PRESET_CONFIGS: dict[str, tuple[str, dict]] = {
             "sliding_window": 128,
             "max_position_embeddings": 131072,
             "torch_dtype": "bfloat16",
+            "hidden_size": 2880,
+            "num_local_experts": 128,
+            "intermediate_size": 2880,
+            "quantization_config": {"quant_method": "mxfp4"},
         },
     ),
     # Qwen/Qwen3-8B (2025-04): 36 layers, 32 heads, 8 KV heads, head_dim 128, max_position_embeddings

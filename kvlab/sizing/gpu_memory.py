@@ -2,15 +2,22 @@
 
 vLLM gives the KV cache what is left of ``gpu_memory_utilization × GPU memory`` after the weights,
 the peak activations of a profiling forward pass of ``max_num_batched_tokens`` tokens, and memory
-outside PyTorch (CUDA context, NCCL, CUDA graphs). vLLM *measures* the last two; kvlab estimates
-them, so the result is labelled an estimate everywhere it is printed.
+outside PyTorch (CUDA context, NCCL, CUDA graphs). The GPU memory is the total CUDA reports
+(``torch.cuda.mem_get_info()``), not the data sheet's decimal GB. vLLM *measures* the weights and
+the rest; kvlab estimates them, so the result is labelled an estimate everywhere it is printed.
 
-Worked example (Llama 3.1 8B, bf16 weights, one H100 with 80e9 bytes, utilization 0.9)::
+Worked example (Llama 3.1 8B, bf16 weights, one H100 reporting 79.18 GiB, utilization 0.9)::
 
-    budget      = 0.9 × 80e9                            = 72.0e9 B
-    weights     = 8.03e9 parameters × 2 B               = 16.06e9 B
-    activations = 8192 tokens × 4096 × 2 B × 18 + 1 GiB = 2.28e9 B
-    KV cache    = 72.0e9 − 16.06e9 − 2.28e9             ≈ 53.66e9 B
+    budget      = 0.9 × 79.18 GiB = 0.9 × 85,018,877,624 B  = 76,516,989,861 B
+    weights     = 8.03e9 parameters × 2 B                    = 16,060,000,000 B
+    activations = 8192 tokens × 4096 × 2 B × 18 + 1 GiB      =  2,281,701,376 B
+    KV cache    = 76,516,989,861 − 16.06e9 − 2,281,701,376   = 58,175,288,485 B (54.18 GiB)
+
+(vLLM PR 10511 logged 53.29 GiB for Llama-3-8B on an H100 reporting 79.22 GiB at 0.9: weights
+14.96 GiB, activations 1.26 GiB, non-torch 1.79 GiB.)
+
+Mixed-format checkpoints are counted part by part (:func:`weight_bytes_by_part`): gpt-oss keeps its
+routed experts in MXFP4 and the rest in bf16.
 """
 
 from __future__ import annotations
@@ -20,21 +27,25 @@ from dataclasses import dataclass
 from kvlab.validation import require_choice, require_positive_int
 
 #: Bytes per weight of each ``--weight-dtype``: int4 carries one fp16 scale per group of 128
-#: weights (GPTQ/AWQ style), nvfp4 one fp8 scale per 16 weights.
+#: weights (GPTQ/AWQ style), nvfp4 one fp8 scale per 16 weights, mxfp4 one 8-bit power-of-two
+#: (E8M0) scale per 32 weights (the OCP microscaling format).
 WEIGHT_DTYPE_BYTES: dict[str, float] = {
     "bf16": 2.0,
     "fp16": 2.0,
     "fp8": 1.0,
     "int4": 0.5 + 2 / 128,
     "nvfp4": 0.5 + 1 / 16,
+    "mxfp4": 0.5 + 1 / 32,
 }
-#: The tensor-core format the weight GEMMs run in: int4 weights are dequantized to bf16 (W4A16).
+#: The tensor-core format the weight GEMMs run in: int4 and mxfp4 weights are dequantized to bf16
+#: (W4A16, as vLLM's Marlin and Triton MoE kernels do on GPUs without FP4 tensor cores).
 WEIGHT_COMPUTE_DTYPE: dict[str, str] = {
     "bf16": "bf16",
     "fp16": "bf16",
     "fp8": "fp8",
     "int4": "bf16",
     "nvfp4": "fp4",
+    "mxfp4": "bf16",
 }
 WEIGHT_DTYPES: tuple[str, ...] = tuple(WEIGHT_DTYPE_BYTES)
 
@@ -77,6 +88,7 @@ class GPUMemoryEstimate:
         weight_bytes: weights on this GPU.
         activation_bytes: estimated activations and memory outside PyTorch.
         kv_cache_bytes: what is left for the KV cache.
+        weight_detail: how the weights were counted (``WeightBytes.describe()``), ``""`` = one dtype.
     """
 
     gpu_memory_bytes: int
@@ -85,13 +97,15 @@ class GPUMemoryEstimate:
     weight_bytes: int
     activation_bytes: int
     kv_cache_bytes: int
+    weight_detail: str = ""
 
     def describe(self) -> str:
-        """One line, e.g. ``KV cache 49.98 GiB (estimate) = 0.90 × 74.51 GiB − weights … − activations …``."""
+        """One line, e.g. ``KV cache 54.18 GiB (estimate) = 0.90 × 79.18 GiB − weights … − activations …``."""
         g = 2**30
+        weights = self.weight_detail or f"weights {self.weight_bytes / g:.2f} GiB"
         return (
             f"KV cache {self.kv_cache_bytes / g:.2f} GiB (estimate) = {self.gpu_memory_utilization:.2f} × "
-            f"{self.gpu_memory_bytes / g:.2f} GiB − weights {self.weight_bytes / g:.2f} GiB − "
+            f"{self.gpu_memory_bytes / g:.2f} GiB − {weights} − "
             f"activations and non-torch memory {self.activation_bytes / g:.2f} GiB (estimated)"
         )
 
@@ -104,9 +118,13 @@ def require_utilization(value: object) -> float:
 
 
 def kv_cache_memory_from_gpu(
-    gpu_memory_bytes: int, gpu_memory_utilization: float, weight_bytes: int, activation_bytes: int
+    gpu_memory_bytes: int,
+    gpu_memory_utilization: float,
+    weight_bytes: int,
+    activation_bytes: int,
+    weight_detail: str = "",
 ) -> GPUMemoryEstimate:
-    """The KV-cache memory left on one GPU.
+    """The KV-cache memory left on one GPU (``gpu_memory_bytes``: the total CUDA reports).
 
     Raises:
         ValueError: utilization outside (0, 1]; weights and activations that do not fit the budget
@@ -126,4 +144,6 @@ def kv_cache_memory_from_gpu(
             f"({util:.2f} × {gpu_memory_bytes / g:.2f} GiB = {budget / g:.2f} GiB) by {-left / g:.2f} GiB; "
             "use a GPU with more memory, more tensor parallelism, smaller weights or a higher utilization"
         )
-    return GPUMemoryEstimate(gpu_memory_bytes, util, budget, weight_bytes, activation_bytes, left)
+    return GPUMemoryEstimate(
+        gpu_memory_bytes, util, budget, weight_bytes, activation_bytes, left, weight_detail
+    )

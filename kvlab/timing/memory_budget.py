@@ -10,8 +10,8 @@ from kvlab.sizing.gpu_memory import (
     estimate_activation_bytes,
     kv_cache_memory_from_gpu,
     require_utilization,
-    weight_bytes,
 )
+from kvlab.sizing.weight_bytes import weight_bytes_by_part
 from kvlab.validation import require_positive_int
 
 
@@ -23,13 +23,16 @@ def estimate_kv_cache_memory(
     tensor_parallel_size: int = 1,
     max_num_batched_tokens: int = 8192,
     pipeline_parallel_size: int = 1,
+    moe_kernel: str = "marlin",
 ) -> GPUMemoryEstimate:
     """The KV-cache memory one GPU of the group has left (an estimate, bytes).
 
     The hidden size of the activation estimate is the model's ``hidden_size`` when its config gives
     one, else query heads × head size (which overstates it for MLA: 128 × 576 for DeepSeek-V3,
     whose residual is 7,168 wide). With ``pipeline_parallel_size`` stages each GPU holds
-    ``1 / (tp × pp)`` of the weights.
+    ``1 / (tp × pp)`` of the weights. A model whose routed experts are stored apart (gpt-oss's
+    MXFP4) has them counted in their own format, padded as vLLM's ``moe_kernel`` pads them
+    (see :mod:`kvlab.sizing.weight_bytes`).
 
     Raises:
         ValueError: an unknown GPU, utilization outside (0, 1], a model without a parameter count,
@@ -44,10 +47,18 @@ def estimate_kv_cache_memory(
             '"num_parameters" to its config.json or give --kv-cache-memory instead'
         )
     hidden = model.hidden_size or (model.num_attention_heads or 1) * model.layers[0].head_size
+    weights = weight_bytes_by_part(
+        model.num_parameters,
+        weight_dtype,
+        tensor_parallel_size,
+        model.experts,
+        moe_kernel,
+        pipeline_parallel_size,
+    )
     return kv_cache_memory_from_gpu(
         profile.memory_bytes,
         gpu_memory_utilization,
-        # pipeline stages each hold about 1/pp of the weights (embeddings and LM head ignored)
-        weight_bytes(model.num_parameters, weight_dtype, tensor_parallel_size * pipeline_parallel_size),
+        weights.total,
         estimate_activation_bytes(max_num_batched_tokens, hidden, tensor_parallel_size),
+        weights.describe() if model.experts is not None else "",
     )

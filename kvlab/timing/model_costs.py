@@ -8,7 +8,8 @@ import torch
 
 from kvlab.models.model import ModelKV
 from kvlab.quantization import get_scheme, kv_bytes_per_token
-from kvlab.sizing.gpu_memory import WEIGHT_COMPUTE_DTYPE, WEIGHT_DTYPES, weight_bytes
+from kvlab.sizing.gpu_memory import WEIGHT_COMPUTE_DTYPE, WEIGHT_DTYPES
+from kvlab.sizing.weight_bytes import weight_bytes_by_part
 from kvlab.validation import require_choice, require_positive_int
 
 
@@ -118,7 +119,8 @@ class ModelCosts:
             name=model.name,
             active_parameters=active // tp,
             total_parameters=model.num_parameters // tp,
-            weight_bytes=weight_bytes(model.num_parameters, weight_dtype, tp),
+            # experts stored apart (gpt-oss MXFP4) are read in their own format
+            weight_bytes=weight_bytes_by_part(model.num_parameters, weight_dtype, tp, model.experts).total,
             weight_dtype=weight_dtype,
             compute_dtype=WEIGHT_COMPUTE_DTYPE[weight_dtype],
             kv_cache_dtype=kv_cache_dtype,

@@ -13,13 +13,14 @@ finished or stalled, and why.
 In seconds: the same workload also runs with every step timed on the chosen ``gpu``
 (:func:`kvlab.widgets.timed_runs.timed_run`): ``throughput`` draws tokens per second over time for
 both policies, ``ttft`` their TTFT distributions, and the ``time`` panel sets wall time, prompt and
-output tokens/s, TTFT and TPOT side by side.
+output tokens/s, TTFT and TPOT side by side. These are drawn just after the figures in steps
+(:meth:`~kvlab.widgets.explorer.Explorer.later`); a workload whose requests all arrive at once is
+simulated once for both views (:func:`kvlab.widgets.timed_runs.step_run`).
 """
 
 from __future__ import annotations
 
 import html
-from functools import lru_cache
 
 import ipywidgets as widgets
 
@@ -34,19 +35,19 @@ from kvlab.analysis import (
     with_sliding_window,
 )
 from kvlab.hardware import GPU_NAMES
-from kvlab.kvdata import WORKLOAD_NAMES, WORKLOADS, workload
+from kvlab.kvdata import WORKLOAD_NAMES, WORKLOADS
 from kvlab.models import PRESET_NAMES, get_model
 from kvlab.plots.admission import blocks_figure, gate_figure, timeline_figure
 from kvlab.plots.palette import OKABE_ITO, categorical
 from kvlab.plots.timing import latency_figure
 from kvlab.plots.timing import timeline_figure as time_figure
 from kvlab.quantization import SCHEME_NAMES
-from kvlab.serving import EngineConfig, capacity, simulate
+from kvlab.serving import EngineConfig, capacity
 from kvlab.simulator import SimulationResult
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
 from kvlab.widgets.stale import NumberPanel
-from kvlab.widgets.timed_runs import time_table, timed_run
+from kvlab.widgets.timed_runs import step_run, time_table, timed_run
 
 GIB = 2**30
 WINDOWS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -70,11 +71,6 @@ def admission_config(
         kv_cache_dtype=kv_cache_dtype, block_size=block_size, max_model_len=max_model_len,
         max_num_batched_tokens=max_num_batched_tokens, profile=profile, policy=policy,
     )
-
-
-@lru_cache(maxsize=32)
-def _run(config: EngineConfig, workload_name: str) -> SimulationResult:
-    return simulate(config, workload(workload_name, config.max_model_len or 0), max_steps=MAX_STEPS)
 
 
 def stall_banner(label: str, result: SimulationResult) -> str:
@@ -172,7 +168,7 @@ def build_admission_explorer(
         about = WORKLOADS[v["workload"]][0]
         workload_note.value = (f"<i>{html.escape(v['workload'])}: {html.escape(about)}; "
                                "the same requests under both policies.</i>")
-        results, timed = {}, {}
+        results, configs = {}, {}
         for key in ("policy_a", "policy_b"):
             cfg = admission_config(
                 v["model"], v["sliding_window"], kv_memory_gib=v["kv_memory_gib"],
@@ -186,13 +182,12 @@ def build_admission_explorer(
                 explorer.fail(f"vLLM would not start: {exc}")
                 return {}
             label = f"{key[-1].upper()} · {v[key]} ({v['profile']})"
-            results[label] = _run(cfg, v["workload"])
-            timed[label] = timed_run(cfg, v["workload"], v["gpu"], MAX_STEPS)
+            results[label] = step_run(cfg, v["workload"], MAX_STEPS, v["gpu"])
+            configs[label] = cfg
         banners.value = "".join(stall_banner(label, r) for label, r in results.items())
         stalls = {k: r.summary.stalled.step if r.summary.stalled else None for k, r in results.items()}
         explorer.results = results
-        explorer.timed = timed
-        time_panel.value = time_table(timed, v["gpu"])
+        explorer.later(lambda: time_view(configs, v["workload"], v["gpu"]))
         stalled = [label for label, s in stalls.items() if s is not None]
         summary = " · ".join(f"{label.split(' (')[0]}: peak {r.summary.peak_blocks_in_use:,} blocks"
                              for label, r in results.items())
@@ -208,9 +203,17 @@ def build_admission_explorer(
             "gate": gate_figure({k: gate_points(r) for k, r in results.items()},
                                 {k: r.timeline[0].pool_size if r.timeline else 0 for k, r in results.items()},
                                 title="Admission gate: blocks asked vs blocks free at each attempt"),
+        }
+
+    def time_view(configs: dict[str, EngineConfig], workload_name: str, gpu: str):
+        """The runs in seconds (drawn after the figures in steps: see :meth:`Explorer.later`)."""
+        timed = {label: timed_run(cfg, workload_name, gpu, MAX_STEPS) for label, cfg in configs.items()}
+        explorer.timed = timed
+        time_panel.value = time_table(timed, gpu)
+        return {
             "throughput": time_figure(
                 {k: tokens_per_second(r, THROUGHPUT_WINDOW_S) for k, r in timed.items()},
-                what=f"throughput on {v['gpu']}", unit="tokens/s",
+                what=f"throughput on {gpu}", unit="tokens/s",
             ),
             "ttft": latency_figure({k: latency_samples_ms(r)["ttft"] for k, r in timed.items()}, what="TTFT",
                                    colors={k: categorical(i) for i, k in enumerate(timed)}),

@@ -51,6 +51,14 @@ class Debouncer:
             self._handle.cancel()
         self._handle = loop.call_later(self.delay_s, self._run)
 
+    def now(self, *_ignored) -> None:
+        """Trigger that runs the callback at once (a dropdown's single change is no burst: waiting
+        would only add the delay to what the user waits for). A scheduled update is folded into it."""
+        self.triggers += 1
+        if self._handle is not None:
+            self._handle.cancel()
+        self._run()
+
     def flush(self) -> None:
         """Run a scheduled update now (no-op when nothing is pending)."""
         if self._handle is not None:

@@ -3,9 +3,10 @@
 An explorer is built by a ``build_*`` function and returned as an :class:`Explorer`: show
 ``explorer.ui`` in a notebook, or drive ``explorer.controls[name].value`` from Python (tests,
 benchmarks) and read ``explorer.figures[name]``. Each control change triggers
-:meth:`Explorer.update` through a :class:`~kvlab.widgets.debounce.Debouncer`; the update recomputes
-with the library, rebuilds the figures with :mod:`kvlab.plots` and copies them into the
-``FigureWidget`` objects in one batched message. Any error is shown in the status line, never as a
+:meth:`Explorer.update`, at once for a dropdown or checkbox and through a
+:class:`~kvlab.widgets.debounce.Debouncer` for a slider; the update recomputes with the library,
+rebuilds the figures with :mod:`kvlab.plots` and sends each ``FigureWidget`` what changed in one
+message (:mod:`kvlab.widgets.figure_sync`). Any error is shown in the status line, never as a
 traceback. When an update fails, every figure and panel of numbers it did not refresh for the
 settings on screen is marked as not current (:mod:`kvlab.widgets.stale`): a stale view never reads
 as the answer.
@@ -13,8 +14,10 @@ as the answer.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -101,12 +104,15 @@ class Explorer:
         controls: the input widgets by name (set ``.value`` to drive the explorer).
         figures: the ``FigureWidget`` objects by name.
         status: the status line (``status.level`` and ``status.message`` for tests).
-        debouncer: coalesces bursts of control changes.
+        debouncer: coalesces bursts of slider changes (other controls update at once).
+        handlers: each control's change handler.
         panels: HTML panels of numbers by name (:class:`~kvlab.widgets.stale.NumberPanel`, so that a
             write of an unchanged value still counts as a refresh).
         last_error: the message of the last failed update, or ``None`` after a good one.
         stale: names of the figures and panels now marked as not current.
         updates: how many updates ran.
+        first_view_s: wall and CPU seconds of the last update until the figures it did not defer
+            (:meth:`later`) were sent.
     """
 
     def __init__(
@@ -129,11 +135,21 @@ class Explorer:
         self.last_error: str | None = None
         self.updates = 0
         self._inputs: dict[str, object] = {}
+        self._later: list[Callable[[], dict[str, go.Figure] | None]] = []
+        self._later_handle: asyncio.Handle | None = None
+        self._later_pending: list[Callable[[], dict[str, go.Figure] | None]] = []
+        self._writes: dict[str, int | None] = {}
+        self.first_view_s: tuple[float, float] = (0.0, 0.0)
         self.ui: widgets.Widget = widgets.VBox()
         freeze_heap()
-        for control in controls.values():
+        #: the change handler of each control: sliders and text boxes (the controls that send bursts,
+        #: those with ``continuous_update``) are debounced; a dropdown, checkbox or button updates at once
+        self.handlers: dict[str, Callable] = {}
+        for name, control in controls.items():
             if hasattr(control, "value"):
-                control.observe(self.debouncer, names="value")
+                bursty = hasattr(control, "continuous_update")
+                self.handlers[name] = self.debouncer if bursty else self.debouncer.now
+                control.observe(self.handlers[name], names="value")
 
     def value(self, name: str):
         """Current value of control ``name``."""
@@ -156,15 +172,48 @@ class Explorer:
         self.last_error = message
         self.status.error(message)
 
+    def later(self, render: Callable[[], dict[str, go.Figure] | None]) -> None:
+        """From inside a renderer: draw ``render()``'s figures (and the panels it writes) once the
+        others have been sent.
+
+        Inside an event loop (a notebook) it runs as the loop's next callback: the page draws the
+        first figures while the rest is computed, and a newer update cancels it. Outside one it runs
+        at once, so the figures are complete when :meth:`update` returns.
+        """
+        self._later.append(render)
+
     def update(self) -> None:
-        """Recompute and redraw now from the current control values."""
+        """Recompute and redraw now from the current control values.
+
+        ``first_view_s`` then holds the wall and CPU seconds until the figures not deferred with
+        :meth:`later` were sent.
+        """
+        self._cancel_later()
+        wall, cpu = time.perf_counter(), time.process_time()
         self.updates += 1
         self.last_error = None
         self._current = set()
-        writes = {name: getattr(panel, "writes", None) for name, panel in self.panels.items()}
+        self._later = []
+        self._writes = {name: getattr(panel, "writes", None) for name, panel in self.panels.items()}
+        self._draw(self._render)
+        self.first_view_s = (time.perf_counter() - wall, time.process_time() - cpu)
+        pending, self._later = self._later, []
+        if not pending or self.last_error is not None:
+            self._mark_views(self._writes)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._draw_later(pending)
+            return
+        self._later_handle = loop.call_soon(self._draw_later, pending)
+        self._later_pending = pending
+
+    def _draw(self, render: Callable[[], dict[str, go.Figure] | None]) -> None:
+        """Run one renderer and send its figures; an error goes to the status line."""
         try:
             with cyclic_gc_paused(), one_torch_thread(), unvalidated_figures():
-                new_figures = self._render() or {}
+                new_figures = render() or {}
                 for name, fig in new_figures.items():
                     sync_figure(self.figures[name], fig)
                     self._current.add(name)
@@ -177,7 +226,18 @@ class Explorer:
             self._inputs.clear()
             self.last_error = f"{type(exc).__name__}: {exc}"
             self.status.error(f"unexpected {type(exc).__name__}: {exc}")
-        self._mark_views(writes)
+
+    def _draw_later(self, pending: list[Callable[[], dict[str, go.Figure] | None]]) -> None:
+        self._later_handle = None
+        for render in pending:
+            if self.last_error is None:
+                self._draw(render)
+        self._mark_views(self._writes)
+
+    def _cancel_later(self) -> None:
+        if self._later_handle is not None:
+            self._later_handle.cancel()
+            self._later_handle = None
 
     def _mark_views(self, writes: dict[str, int | None]) -> None:
         """After an update: views it refreshed are current; after a failed one, mark the others."""
@@ -198,9 +258,13 @@ class Explorer:
                 self.stale.add(name)
 
     def refresh(self) -> None:
-        """Run any scheduled update now (figures are current when it returns)."""
+        """Run any scheduled update, and any figures it deferred, now (figures are current when it
+        returns)."""
         if self.debouncer.pending:
             self.debouncer.flush()
+        if self._later_handle is not None:
+            self._later_handle.cancel()
+            self._draw_later(self._later_pending)
 
     def _repr_mimebundle_(self, **kwargs):
         return self.ui._repr_mimebundle_(**kwargs)

@@ -195,7 +195,7 @@ def build_memory_explorer(
 
     explorer = Explorer(c, figures, render, panels={"summary": summary}, debounce_s=debounce_s)
     explorer.summary = summary
-    c["upload"].unobserve(explorer.debouncer, names="value")
+    c["upload"].unobserve(explorer.handlers["upload"], names="value")
     c["upload"].observe(on_upload, names="value")
     explorer.ui = widgets.VBox([
         widgets.HBox([c["model"], c["upload"], c["kv_cache_dtype"]]),

@@ -4,33 +4,31 @@ Change the model, KV-cache dtype, memory, tensor parallelism, ``max_model_len``,
 admission policy and workload, and see at once: how many max-length requests fit under every KV dtype
 (``dtypes``), how the queues evolve (``queues``) and how full the pool gets (``pool``); on a chosen GPU
 the same workload also runs in seconds (``time``: tokens per second; the summary adds wall time,
-TTFT and TPOT). The summary pane lists the plan's numbers and the run's outcome. All numbers come
-from :mod:`kvlab.serving` and :mod:`kvlab.timing`.
+TTFT and TPOT), drawn just after the rest. The summary pane lists the plan's numbers and the run's
+outcome. All numbers come from :mod:`kvlab.serving` and :mod:`kvlab.timing`.
 """
 
 from __future__ import annotations
 
 import html
-from functools import lru_cache
 
 import ipywidgets as widgets
 
 from kvlab.admission import POLICY_NAMES
 from kvlab.analysis import blocks_in_use, tokens_per_second
 from kvlab.hardware import GPU_NAMES
-from kvlab.kvdata import WORKLOAD_NAMES, workload
+from kvlab.kvdata import WORKLOAD_NAMES
 from kvlab.models import PRESET_NAMES
 from kvlab.plots.serving import dtype_capacity_figure, pool_usage_figure, queues_figure
 from kvlab.plots.style import format_bytes
 from kvlab.plots.tables import html_table
 from kvlab.plots.timing import timeline_figure
-from kvlab.serving import EngineConfig, capacity, simulate
-from kvlab.simulator import SimulationResult
+from kvlab.serving import EngineConfig, capacity
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.admission_explorer import stall_banner
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
 from kvlab.widgets.stale import NumberPanel
-from kvlab.widgets.timed_runs import SECONDS_PER_STEP, timed_run
+from kvlab.widgets.timed_runs import SECONDS_PER_STEP, step_run, timed_run
 
 __all__ = ["DASHBOARD_DTYPES", "SECONDS_PER_STEP", "build_serving_dashboard"]
 
@@ -39,9 +37,8 @@ GIB = 2**30
 DASHBOARD_DTYPES: tuple[str, ...] = ("auto", "fp8", "int8_per_token_head", "fp8_per_token_head")
 
 
-@lru_cache(maxsize=16)
-def _run(config: EngineConfig, workload_name: str) -> SimulationResult:
-    return simulate(config, workload(workload_name, config.max_model_len or 0), max_steps=5000)
+#: A run stops after this many steps.
+MAX_STEPS = 5000
 
 
 def build_serving_dashboard(
@@ -111,7 +108,8 @@ def build_serving_dashboard(
             return figs
         cfg = config(current)
         plan = capacity(cfg)
-        result = _run(cfg, c["workload"].value)
+        gpu = c["gpu"].value
+        result = step_run(cfg, c["workload"].value, MAX_STEPS, gpu)
         explorer.result = result
         s = result.summary
         figs["queues"] = queues_figure(result, title=f"Queues over the run ({c['workload'].value})")
@@ -124,17 +122,26 @@ def build_serving_dashboard(
                 ["finished / rejected / unfinished", f"{s.finished} / {s.rejected} / {s.unfinished}"],
                 ["preemptions", f"{s.preemptions}"],
                 ["peak running / peak blocks", f"{s.peak_running} / {s.peak_blocks_in_use:,}"]]
-        timed = timed_run(cfg, c["workload"].value, c["gpu"].value, 5000)
-        if timed.metrics is not None and timed.metrics.finished:
+        banner = stall_banner(f"{c['policy'].value} ({cfg.profile})", result)
+        heading = ["", html.escape(f"{cfg.model_kv.name}, {current}, {cfg.profile}")]
+        summary.value = html_table(heading, rows) + banner
+
+        def time_view():
+            """The run in seconds: its rows join the summary (drawn after the rest, see
+            :meth:`Explorer.later`)."""
+            timed = timed_run(cfg, c["workload"].value, gpu, MAX_STEPS)
+            if timed.metrics is None or not timed.metrics.finished:
+                return {}
             m = timed.metrics
-            rows += [[f"wall time on {c['gpu'].value} (model)", f"{m.wall_time_s:.2f} s"],
-                     ["output tokens/s", f"{m.output_tokens_per_s:,.0f}"],
-                     ["mean / p99 TTFT", f"{m.ttft.mean * 1e3:,.0f} / {m.ttft.p99 * 1e3:,.0f} ms"],
-                     ["mean / p99 TPOT", f"{m.tpot.mean * 1e3:,.1f} / {m.tpot.p99 * 1e3:,.1f} ms"]]
-            figs["time"] = timeline_figure({current: tokens_per_second(timed, 0.25)},
-                                           what=f"throughput on {c['gpu'].value}", unit="tokens/s")
-        summary.value = (html_table(["", html.escape(f"{cfg.model_kv.name}, {current}, {cfg.profile}")], rows)
-                         + stall_banner(f"{c['policy'].value} ({cfg.profile})", result))
+            timed_rows = [[f"wall time on {gpu} (model)", f"{m.wall_time_s:.2f} s"],
+                          ["output tokens/s", f"{m.output_tokens_per_s:,.0f}"],
+                          ["mean / p99 TTFT", f"{m.ttft.mean * 1e3:,.0f} / {m.ttft.p99 * 1e3:,.0f} ms"],
+                          ["mean / p99 TPOT", f"{m.tpot.mean * 1e3:,.1f} / {m.tpot.p99 * 1e3:,.1f} ms"]]
+            summary.value = html_table(heading, rows + timed_rows) + banner
+            return {"time": timeline_figure({current: tokens_per_second(timed, 0.25)},
+                                            what=f"throughput on {gpu}", unit="tokens/s")}
+
+        explorer.later(time_view)
         message = (f"{current}: max concurrency {plan.max_concurrency:.2f}; the workload takes {s.steps:,} "
                    f"steps with {s.preemptions} preemption(s).")
         if s.stalled is not None:

@@ -41,7 +41,8 @@ def logged(entry: dict) -> dict:
         out["tokens"] = int(number(lines["size"], r"([\d,]+) tokens"))
     if "concurrency" in lines:
         out["concurrency"] = re.search(r"([\d.]+)x", lines["concurrency"]).group(1)
-        out["max_model_len"] = int(number(lines["concurrency"], r"for ([\d,]+) tokens"))
+        if "tokens per request" in lines["concurrency"]:  # vLLM's line; a quoted table may lack it
+            out["max_model_len"] = int(number(lines["concurrency"], r"for ([\d,]+) tokens"))
     if "blocks" in lines:
         out["blocks"] = int(number(lines["blocks"], r"GPU blocks: (\d+)"))
     if "block_size" in lines:

@@ -34,8 +34,18 @@ def test_the_file_covers_at_least_twenty_logs_with_sources_and_families():
         if e["expect"] != "match":
             assert len(e["explanation"]) > 40, e["id"]
     families = " ".join(e["family"] for e in ENTRIES)
-    for family in ("dense", "sliding_window", "mla", "gated_deltanet", "mamba2", "speculative"):
+    for family in ("dense", "sliding_window", "mla", "gated_deltanet", "mamba2", "speculative",
+                   "kv_sharing", "gpt-oss"):
         assert family in families, family
+
+
+@pytest.mark.parametrize("family", ["kv_sharing", "gpt-oss", "mla", "gated_deltanet", "speculative"])
+def test_each_family_has_a_start_up_that_succeeded_and_matches(family):
+    """A memory line, a size line and a concurrency line from one start-up that went through."""
+    full = [e for e in BY_CHECK["startup"]
+            if family in e["family"] and e["expect"] == "match"
+            and {"available", "size", "concurrency"} <= set(e["lines"])]
+    assert full, f"no successful start-up log for {family}"
 
 
 @pytest.mark.parametrize("entry", BY_CHECK["startup"], ids=ids(BY_CHECK["startup"]))

@@ -63,3 +63,37 @@ def test_without_an_event_loop_every_trigger_runs_synchronously():
     debounced()
     debounced()
     assert seen == [1, 1] and not debounced.pending
+
+
+def test_now_runs_at_once_inside_an_event_loop_and_folds_a_scheduled_update():
+    seen = []
+    debounced = Debouncer(lambda: seen.append(1), delay_s=10.0)
+
+    async def slider_then_dropdown():
+        debounced()  # a slider: scheduled 10 s later
+        assert debounced.pending and seen == []
+        debounced.now()  # a dropdown: runs now, and the slider's update with it
+        assert seen == [1] and not debounced.pending
+        await asyncio.sleep(0.05)
+
+    asyncio.run(slider_then_dropdown())
+    assert seen == [1] and debounced.calls == 1 and debounced.triggers == 2
+
+
+def test_an_explorer_debounces_its_sliders_and_updates_at_once_for_a_dropdown():
+    from kvlab.widgets.explorer import Explorer
+
+    slider = widgets.FloatSlider(value=1.0, min=0.0, max=10.0)
+    dropdown = widgets.Dropdown(options=["a", "b"], value="a")
+    drawn = []
+    explorer = Explorer({"x": slider, "kind": dropdown}, {},
+                        lambda: drawn.append((slider.value, dropdown.value)) or {}, debounce_s=10.0)
+
+    async def interact():
+        slider.value = 2.0
+        assert drawn == [] and explorer.debouncer.pending
+        dropdown.value = "b"
+        assert drawn == [(2.0, "b")] and not explorer.debouncer.pending
+
+    asyncio.run(interact())
+    assert explorer.updates == 1
