@@ -3,7 +3,7 @@
 # then `kvlab bench` (the tuning sweep and/or the full grid). Logs and CSVs go to the folder named by
 # the OUT environment variable (default ./gpu_out).
 #
-#   benchmarks/gpu_session.sh [tests] [sweep] [quick] [bench] [profile]      (default: tests bench)
+#   benchmarks/gpu_session.sh [tests] [sweep] [quick] [prefill] [bench] [profile]      (default: tests bench)
 #
 # Each step's time limit can be set with TESTS_TIMEOUT, SWEEP_TIMEOUT, BENCH_TIMEOUT (seconds); the
 # benchmark CSVs are written row by row, so a step cut short keeps what it measured.
@@ -31,7 +31,8 @@ print('cuda x / tensor(127.0) bits differing:', int((x / torch.tensor(127.0, dev
 for step in $steps; do
   case $step in
     tests)
-      timeout "${TESTS_TIMEOUT:-100}" python3 -m pytest tests/kernels -m gpu -q --maxfail=20 -n 8 -p no:cacheprovider \
+      # TESTS narrows the files (default: every kernel test)
+      timeout "${TESTS_TIMEOUT:-100}" python3 -m pytest ${TESTS:-tests/kernels} -m gpu -q --maxfail=20 -n 8 -p no:cacheprovider \
         2>&1 | tail -40 | tee "$OUT/gpu_tests.log" ;;
     sweep)
       # candidates of kvlab/bench/sweeps.py beside the automatic choice, same run
@@ -41,6 +42,10 @@ for step in $steps; do
       timeout 200 python3 -m kvlab.bench --batches 1,64 --contexts 32768 \
         --schemes bfloat16,int8_per_token_head,fp8_per_token_head --out "$OUT/quick" 2>&1 \
         | tr '\r' '\n' | grep -v '%|' | tee "$OUT/quick.log" | tail -20 ;;
+    prefill)
+      # the two prefill cases only (every scheme, both SDPA baselines), into $OUT/prefill
+      timeout "${BENCH_TIMEOUT:-120}" python3 -m kvlab.bench --parts prefill --out "$OUT/prefill" 2>&1 \
+        | tr '\r' '\n' | grep -v '%|' | tee "$OUT/prefill.log" | tail -30 ;;
     bench)
       # every row beside SDPA default dispatch, SDPA flash forced and the physical floor
       timeout "${BENCH_TIMEOUT:-270}" python3 -m kvlab.bench --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v '%|' \

@@ -9,8 +9,9 @@ and plotly.js drawing. A redraw counts when it comes within 1.5 s of the previou
 no redraw within 60 s is an error.
 
 Each change is also broken down (medians in the table and CSV; see :func:`breakdown`): the time to
-the kernel (debounce included), the Python handler, the messages the kernel sent and their size, and
-the drawing left after the kernel went idle, from the page's websocket frames.
+the kernel (debounce included), the kernel's handler, the messages it sent and their size, and the
+time from the kernel's idle to the last redraw, from the page's websocket frames and the dates the
+kernel stamps on its messages.
 
 Target (2 CPU cores): median ≤ 300 ms from a control change to the figure redrawn.
 
@@ -29,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +89,8 @@ CHANGE_JS = """([label, option]) => {
 
 
 #: Page script run before JupyterLab starts: record every websocket frame from the server (page time,
-#: bytes, the message type of its header, a status message's execution state).
+#: bytes, the message type of its header, a status message's execution state, the header's date: when
+#: the kernel sent it).
 RECORD_FRAMES_JS = """(() => {
   const Native = window.WebSocket;
   window.__kvlabFrames = [];
@@ -105,7 +108,8 @@ RECORD_FRAMES_JS = """(() => {
         } else if (ev.data && ev.data.size !== undefined) { size = ev.data.size; }
         const type = (text.match(/"msg_type":\\s*"(\\w+)"/) || [])[1] || '';
         const state = (text.match(/"execution_state":\\s*"(\\w+)"/) || [])[1] || '';
-        window.__kvlabFrames.push([t, size, type, state]);
+        const date = (text.match(/"date":\\s*"([^"]+)"/) || [])[1] || '';
+        window.__kvlabFrames.push([t, size, type, state, date]);
       });
     }
   }
@@ -113,24 +117,37 @@ RECORD_FRAMES_JS = """(() => {
 })();"""
 
 
-def breakdown(t0: float, draws: list[float], frames: list[list]) -> dict:
-    """Where one change's time went, from the page's clock (ms after the ``change`` event).
+def _epoch_ms(date: str) -> float | None:
+    """A Jupyter message header's date as ms since the epoch (``None`` when absent)."""
+    try:
+        return datetime.fromisoformat(date.replace("Z", "+00:00")).timestamp() * 1e3
+    except ValueError:
+        return None
 
-    ``to_kernel_ms``: until the kernel reports busy (the debounce delay and the message's trip);
-    ``handler_ms``: busy → idle, the Python update; ``comm_msgs`` / ``comm_kb``: the messages the
-    kernel sent meanwhile; ``draw_after_ms``: from idle to the last redraw (plotly.js drawing what the
-    kernel sent, beyond what overlapped the handler); ``draws``: redraws counted.
+
+def breakdown(t0: float, origin: float, draws: list[float], frames: list[list]) -> dict:
+    """Where one change's time went (ms; ``t0`` and ``draws`` in the page's clock, ``origin`` its
+    epoch; the kernel's times are the dates it stamped on its messages, on the same machine).
+
+    ``to_kernel_ms``: from the ``change`` event until the kernel reports busy (the debounce delay and
+    the message's trip); ``handler_ms``: the kernel's busy → idle, the Python update and the sending
+    of its messages; ``comm_msgs`` / ``comm_kb``: the messages the kernel sent meanwhile;
+    ``after_kernel_ms``: from the kernel's idle to the last redraw (the messages' trip, plotly.js
+    decoding and drawing them, beyond what overlapped the handler); ``draws``: redraws counted.
     """
-    frames = [f for f in frames if f[0] >= t0]
-    busy = next((f[0] for f in frames if f[2] == "status" and f[3] == "busy"), None)
-    idle = next((f[0] for f in frames if busy is not None and f[0] >= busy and f[2] == "status"
+    stamped = [(f, _epoch_ms(f[4])) for f in frames]
+    change = origin + t0
+    stamped = [(f, d) for f, d in stamped if d is not None and d >= change - 5.0]
+    busy = next((d for f, d in stamped if f[2] == "status" and f[3] == "busy"), None)
+    idle = next((d for f, d in stamped if busy is not None and d >= busy and f[2] == "status"
                  and f[3] == "idle"), None)
-    comms = [f for f in frames if f[2] == "comm_msg" and (idle is None or f[0] <= idle)]
-    last = max(draws) if draws else None
-    return dict(to_kernel_ms=None if busy is None else busy - t0,
+    comms = [f for f, d in stamped if f[2] == "comm_msg" and busy is not None and busy <= d
+             and (idle is None or d <= idle)]
+    last = origin + max(draws) if draws else None
+    return dict(to_kernel_ms=None if busy is None else busy - change,
                 handler_ms=None if idle is None or busy is None else idle - busy,
                 comm_msgs=len(comms), comm_kb=sum(f[1] for f in comms) / 1e3,
-                draw_after_ms=None if idle is None or last is None else last - idle, draws=len(draws))
+                after_kernel_ms=None if idle is None or last is None else last - idle, draws=len(draws))
 
 
 def measure_change(page, label: str, option: str, timeout_s: float = 60.0) -> tuple[float, dict]:
@@ -148,13 +165,13 @@ def measure_change(page, label: str, option: str, timeout_s: float = 60.0) -> tu
         draws, now = page.evaluate("() => [window.__kvlabDraws, performance.now()]")
         after = [d for d in draws if d >= t0]
         if after and now - after[-1] >= SETTLE_MS:
-            frames = page.evaluate("() => window.__kvlabFrames")
-            return after[-1] - t0, breakdown(t0, after, frames)
+            frames, origin = page.evaluate("() => [window.__kvlabFrames, performance.timeOrigin]")
+            return after[-1] - t0, breakdown(t0, origin, after, frames)
     raise RuntimeError(f"no figure redrawn within {timeout_s:.0f} s after {label} = {option}")
 
 
 #: The breakdown columns (medians over the changes), as :func:`breakdown` names them.
-BREAKDOWN = ("to_kernel_ms", "handler_ms", "comm_msgs", "comm_kb", "draw_after_ms", "draws")
+BREAKDOWN = ("to_kernel_ms", "handler_ms", "comm_msgs", "comm_kb", "after_kernel_ms", "draws")
 
 
 def _median(values: list) -> float | None:
@@ -246,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = dict(cpus=os.cpu_count(), load_1min=round(os.getloadavg()[0], 2), label=args.label)
     print(f"CPU cores {machine['cpus']}, load average at start {machine['load_1min']}")
     print(f"{'explorer':<20}{'control':<12}{'median':>9}{'p95':>9}{'max':>9}{'→kernel':>9}{'handler':>9}"
-          f"{'msgs':>9}{'kB':>9}{'draw+':>9}{'draws':>9}  each change (ms); "
+          f"{'msgs':>9}{'kB':>9}{'→drawn':>9}{'draws':>9}  each change (ms); "
           f"target median ≤ {TARGET_MEDIAN_MS:.0f} ms")
     rows = bench(args.only or list(INTERACTIONS), args.repeats, args.verbose)
     out = Path(args.out)

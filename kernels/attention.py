@@ -219,6 +219,7 @@ def prepare_paged_attention(
         INTERPRET_=INTERPRET,
         # prefill loads each key's scales of all KV heads as one row (see attention_tile.tile_scales)
         SCALES_BY_TOKEN=not decode_only and nkv & (nkv - 1) == 0 and nkv <= 16,
+        LONGEST_FIRST=tiling.longest_first and not decode_only,
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
     if tiling.max_registers is not None and not INTERPRET:

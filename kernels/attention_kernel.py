@@ -50,11 +50,14 @@ def paged_attention_kernel(
     FP8_HAS_INF: tl.constexpr, FP8_DECODE_ASM: tl.constexpr, FP8_KEEP_SPECIALS: tl.constexpr,
     DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, OUT_DTYPE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
-    INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr,
+    INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr, LONGEST_FIRST: tl.constexpr,
 ):
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
     q_block = pid // NUM_KV_HEADS
+    if LONGEST_FIRST:
+        # the last query blocks see the most keys: hand them out first (see AttentionTiling)
+        q_block = tl.num_programs(0) // NUM_KV_HEADS - 1 - q_block
     split = tl.program_id(1)
 
     # -- which sequence, which query rows --------------------------------------------------------

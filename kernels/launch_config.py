@@ -20,6 +20,10 @@ The two questions a launch must answer:
   tiles in all, so that a short sequence still has work for every multiprocessor; then each
   program's key range is cut into ``min(P / (B × Hkv), its tiles, 128)`` segments: one wave of
   ``P`` programs, each streaming an equal share.
+* **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; over a
+  16-bit cache at head size 128, 256 rows on 16 warps. Query blocks are launched last-first: under
+  causal attention the last blocks see the most keys, and launched first they no longer finish
+  alone at the end of the grid (8,192 tokens from an empty cache: 1368 against 1506 µs in order).
 * **Registers.** A program's K and V tiles, converted for the tensor cores, live in registers; for
   8-bit caches the compiler takes 210 per thread, which leaves room for only two programs per
   multiprocessor. When more programs than that want to run, a cap of 128 (``max_registers``) lets
@@ -66,6 +70,13 @@ DECODE_TILE_BYTES: int = 16384
 DECODE_STAGES: int = 2
 #: Rows (query positions × heads of a group) of a prefill program at head size <= 128.
 PREFILL_BLOCK_M: int = 128
+#: Rows of a prefill program over a 16-bit cache at head size 128 exactly: 256 rows on 16 warps (the
+#: fp32 accumulator is still 64 values per thread), so each K/V tile serves twice the rows. Measured
+#: on an H100 (benchmarks/kernel_notes.md, v16), both launched longest first: bf16, the 2,048-token
+#: chunk over 8,192 in 593 µs against 662 µs for 128 rows on 8 warps, 8,192 tokens from an empty
+#: cache in 1368 µs against 1527 µs. 8-bit caches keep 128 rows: with 256, per-tensor fp8 ran 6%
+#: slower (861 against 810 µs on the chunk) and int8 per-token-head gained only 1% (1001 / 1014 µs).
+PREFILL_BLOCK_M_16BIT_HEAD128: int = 256
 #: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
 #: (128-key tiles) 210 registers per thread, so only two 4-warp programs fit on a multiprocessor
 #: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
@@ -95,6 +106,10 @@ class AttentionTiling:
         num_splits: key-range segments per program (1 = no split-K).
         max_registers: cap on registers per thread (``None`` = the compiler's choice). More
             programs fit on a multiprocessor under a lower cap, which hides more memory latency.
+        longest_first: launch a prefill's query blocks last-first. Under causal attention a query
+            block's work grows with its position, and the GPU hands out programs in launch order:
+            launched first, the longest programs no longer finish alone at the end of the grid.
+            Ignored by decode-only batches.
     """
 
     block_m: int
@@ -104,6 +119,7 @@ class AttentionTiling:
     num_stages: int = 3
     num_splits: int = 1
     max_registers: int | None = None
+    longest_first: bool = False
 
     def __post_init__(self) -> None:
         for name in ("block_m", "tile_n"):
@@ -193,11 +209,14 @@ def choose_tiling(
         # The fp32 accumulator (block_m × head) stays in registers: 16K values over 8 warps (64 per
         # thread) at head size 128. 128 rows × 64 keys per step is the tile FlashAttention-2 uses on
         # this class of GPU; the previous 64 rows × 64 keys on 4 warps measured 249 TFLOP/s on an H100.
-        block_m = max(rows_for_group, min(PREFILL_BLOCK_M, 16384 // dpad))
+        # 16-bit cache, head size 128: 256 rows on 16 warps keep the same 64 accumulator values per thread
+        wide = dpad == 128 and kv_element_bytes >= 2
+        rows = PREFILL_BLOCK_M_16BIT_HEAD128 if wide else min(PREFILL_BLOCK_M, 16384 // dpad)
+        block_m = max(rows_for_group, rows)
         block_q = max(1, block_m // group)
         tile_n = min(64, max(16, 8192 // dpad))
         stages = 3
-        warps = 8 if block_m >= 128 else 4
+        warps = 16 if block_m >= 256 else 8 if block_m >= 128 else 4
         cap = False
     programs = query_block_count(num_tokens, num_seqs, block_q, decode) * num_kv_heads
     per_sm = SPLIT_PROGRAMS_PER_SM_CAPPED if cap else SPLIT_PROGRAMS_PER_SM
@@ -213,7 +232,8 @@ def choose_tiling(
     crowded = num_sms is not None and programs * num_splits > NO_SPLIT_PROGRAMS_PER_SM * num_sms
     max_registers = DECODE_MAX_REGISTERS_8BIT if cap and crowded else None
     return AttentionTiling(block_m=block_m, block_q=block_q, tile_n=tile_n, num_warps=warps,
-                           num_stages=stages, num_splits=num_splits, max_registers=max_registers)
+                           num_stages=stages, num_splits=num_splits, max_registers=max_registers,
+                           longest_first=not decode)
 
 
 #: Elements (both K and V counted once) a cache-write program aims to quantize: 32 rows of 128 for

@@ -138,10 +138,10 @@ if results:
 #
 # * **One short sequence** (batch 1, 1,024 tokens): every format takes about 8 µs, the 1-byte caches
 #   included. There are too few bytes to save: the time is launch and memory latency, not bandwidth.
-# * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.15–1.2×) or batch 16 at 1,024
-#   tokens (1.25–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3×.
-# * **Large batches** (64): 1.5–1.76×. bfloat16 there already streams at the copy bandwidth (93–101 %),
-#   the 1-byte kernels at 72–89 %: half the bytes, but not quite half the time.
+# * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.1–1.2×) or batch 16 at 1,024
+#   tokens (1.2–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3–1.4×.
+# * **Large batches** (64): 1.5–1.75×. bfloat16 there already streams at the copy bandwidth (94–102 %),
+#   the 1-byte kernels at 70–91 %: half the bytes, but not quite half the time.
 #
 # "Faster than PyTorch" means little without saying which PyTorch. Every row of the benchmark is timed
 # in the same run against torch SDPA on contiguous bf16 K/V twice: with its default dispatch (which
@@ -170,8 +170,10 @@ if results:
               f"{r['median_us']:7.1f} µs  {r['tflops']:.0f} TFLOP/s")
 
 # %% [markdown]
-# There the per-tensor fp8 cache costs about 1.25× the time of bfloat16 and the per-token-head
-# formats 1.5–1.6×: a quantized cache saves memory in prefill, not time.
+# There the per-tensor fp8 cache costs about 1.3× the time of bfloat16 and the per-token-head
+# formats 1.6–1.75×: a quantized cache saves memory in prefill, not time. (The 8-bit codes must be
+# converted for the tensor cores and pass through shared memory once more; bfloat16 tiles go
+# straight from the copy to the matrix units.)
 
 # %% [markdown]
 # ## Explore

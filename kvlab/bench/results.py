@@ -35,8 +35,9 @@ sdpa_flash_us  the same with the flash backend forced (empty where flash refuses
 x_sdpa_default ``median_us / sdpa_default_us``: < 1 means faster than SDPA's default dispatch
 x_sdpa_flash   ``median_us / sdpa_flash_us``: < 1 means faster than SDPA with flash forced
 peak_tflops    bf16 matrix-product rate measured in the same run (cuBLAS, 8192³), TFLOP/s
-backend        ``kvlab-triton``, ``kvlab-triton-sweep``, ``torch-sdpa-default-<backend>`` or
-               ``torch-sdpa-flash``
+backend        ``kvlab-triton``, ``kvlab-triton-sweep`` (``-castdecode``: Triton's own fp8 conversion;
+               ``-shortfirst``: a prefill launched in query order), ``torch-sdpa-default-<backend>``
+               or ``torch-sdpa-flash``
 triton, torch  versions
 ============== =====================================================================================
 """

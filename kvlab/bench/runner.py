@@ -97,18 +97,21 @@ def run_sweep(config: BenchConfig, sweep: Sweep, ctx: RunContext | None = None,
     """
     ctx = ctx or gpu_context()
     rows = _Rows(on_row)
-    total = sum(len(t) + 1 for t in sweep.attention.values()) * len(config.schemes) + sum(
+    total = sum(len(c) + 1 for c in sweep.attention.values()) * len(config.schemes) + sum(
         len(v) + 1 for v in sweep.write.values())
     with _progress(total, "kvlab sweep") as bar:
-        for (kind, batch, context, query_len), tilings in sweep.attention.items():
+        for (kind, batch, context, query_len), candidates in sweep.attention.items():
             case = attention_case(config, batch, context, query_len)
             for scheme in sweep.schemes_for(kind, config.schemes):
                 sets = paged(config, case, scheme)
-                for tiling in (None, *tilings):
-                    row = measure_kvlab_attention(config, ctx, case, scheme, kind=kind, tiling=tiling,
-                                                  paged_sets=sets)
-                    if tiling is not None:
-                        row.backend = "kvlab-triton-sweep"
+                for cand in (None, *candidates):
+                    if cand is not None and not cand.fp8_fast_decode and "fp8" not in scheme:
+                        continue  # the fp8 decoding path only matters to fp8 caches
+                    row = measure_kvlab_attention(
+                        config, ctx, case, scheme, kind=kind, tiling=cand and cand.tiling,
+                        fp8_fast_decode=cand is None or cand.fp8_fast_decode, paged_sets=sets)
+                    if cand is not None:
+                        row.backend = cand.backend(kind)
                     rows.append(row)
                     bar.write(_sweep_line(row))
                     bar.update()

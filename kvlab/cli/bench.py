@@ -42,12 +42,25 @@ def _schemes(text: str) -> tuple[str, ...]:
     return names
 
 
+PARTS: tuple[str, ...] = ("decode", "prefill", "write")
+
+
+def _parts(text: str) -> tuple[str, ...]:
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    bad = [s for s in names if s not in PARTS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown part(s) {bad}; valid: {', '.join(PARTS)}")
+    return names
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schemes", type=_schemes, default=DEFAULT_SCHEMES,
                    help="comma-separated kv-cache dtypes (default: each storage format once)")
     p.add_argument("--batches", type=_ints, default=(1, 16, 64), help="decode batch sizes (default 1,16,64)")
     p.add_argument("--contexts", type=_ints, default=(1024, 8192, 32768),
                    help="decode context lengths in tokens (default 1024,8192,32768)")
+    p.add_argument("--parts", type=_parts, default=PARTS,
+                   help="which cases to time: decode, prefill, write (default all three)")
     p.add_argument("--repeats", type=int, default=20, help="timed CUDA-graph replays per case (median)")
     p.add_argument("--no-sdpa", action="store_true", help="skip the two torch SDPA baselines")
     p.add_argument("--out", default=DEFAULT_OUT, help="folder of the CSV (default benchmarks/results)")
@@ -84,8 +97,12 @@ def run(args: argparse.Namespace) -> int:
                          "is set); unset it to benchmark the compiled kernels")
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
-    config = BenchConfig(schemes=args.schemes, batches=args.batches, contexts=args.contexts,
-                         repeats=args.repeats, sdpa=not args.no_sdpa)
+    parts = args.parts
+    defaults = BenchConfig()
+    config = BenchConfig(schemes=args.schemes, batches=args.batches if "decode" in parts else (),
+                         contexts=args.contexts, repeats=args.repeats, sdpa=not args.no_sdpa,
+                         prefill=defaults.prefill if "prefill" in parts else (),
+                         write_tokens=defaults.write_tokens if "write" in parts else ())
     from kvlab.bench.context import csv_name, gpu_context
     from kvlab.bench.runner import run_gpu_benchmark, run_sweep
 

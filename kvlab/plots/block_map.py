@@ -68,13 +68,11 @@ def block_map_figure(
     traces.append(cells(free, f"free ({len(free)})", color=GREY_LIGHT, symbol="square"))
     traces.append(cells(cached, f"free, prefix cached ({len(cached)})", color="white", symbol="square",
                         line=dict(color=GREY, width=1)))
-    for rid in request_order:
-        blocks = by_owner.get(rid)
-        if not blocks:
-            continue
+    for rid in request_order:  # one trace per request, empty while it holds no block: the same
+        blocks = by_owner.get(rid, [])  # traces at every step, so a widget restyles them in place
         x, y = _xy([b.block_id for b in blocks], columns)
         traces.append(go.Scatter(
-            x=x, y=y, mode="markers", name=f"{rid} ({len(blocks)})", legendgroup=rid,
+            x=x, y=y, mode="markers", name=f"{rid} ({len(blocks)})", legendgroup=rid, showlegend=bool(blocks),
             marker=dict(size=11, color=color_of[rid], symbol=[group_symbol(b.group or 0) for b in blocks],
                         line=dict(color="black", width=[2.5 if b.is_shared else 0 for b in blocks])),
             customdata=[[b.block_id, b.group, _kind(group_kinds, b.group), b.ref_cnt, ", ".join(b.owners),

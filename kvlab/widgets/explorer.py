@@ -138,6 +138,7 @@ class Explorer:
         self._later: list[Callable[[], dict[str, go.Figure] | None]] = []
         self._later_handle: asyncio.Handle | None = None
         self._later_pending: list[Callable[[], dict[str, go.Figure] | None]] = []
+        self._later_figures: set[str] = set()
         self._writes: dict[str, int | None] = {}
         self.first_view_s: tuple[float, float] = (0.0, 0.0)
         self.ui: widgets.Widget = widgets.VBox()
@@ -172,15 +173,18 @@ class Explorer:
         self.last_error = message
         self.status.error(message)
 
-    def later(self, render: Callable[[], dict[str, go.Figure] | None]) -> None:
+    def later(self, render: Callable[[], dict[str, go.Figure] | None], figures: tuple[str, ...] = ()) -> None:
         """From inside a renderer: draw ``render()``'s figures (and the panels it writes) once the
         others have been sent.
 
         Inside an event loop (a notebook) it runs as the loop's next callback: the page draws the
         first figures while the rest is computed, and a newer update cancels it. Outside one it runs
-        at once, so the figures are complete when :meth:`update` returns.
+        at once, so the figures are complete when :meth:`update` returns. ``figures`` names those
+        whose inputs the renderer recorded with :meth:`changed`: when the draw is cancelled they are
+        forgotten, so the next update draws them.
         """
         self._later.append(render)
+        self._later_figures.update(figures)
 
     def update(self) -> None:
         """Recompute and redraw now from the current control values.
@@ -199,6 +203,8 @@ class Explorer:
         self.first_view_s = (time.perf_counter() - wall, time.process_time() - cpu)
         pending, self._later = self._later, []
         if not pending or self.last_error is not None:
+            for name in self._later_figures if pending else ():
+                self._inputs.pop(name, None)  # dropped with the failed update: draw them next time
             self._mark_views(self._writes)
             return
         try:
@@ -238,6 +244,9 @@ class Explorer:
         if self._later_handle is not None:
             self._later_handle.cancel()
             self._later_handle = None
+            for name in self._later_figures:
+                self._inputs.pop(name, None)  # never drawn for the inputs recorded
+        self._later_figures = set()
 
     def _mark_views(self, writes: dict[str, int | None]) -> None:
         """After an update: views it refreshed are current; after a failed one, mark the others."""

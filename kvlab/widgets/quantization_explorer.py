@@ -163,20 +163,25 @@ def build_quantization_explorer(
                 title=f"{what}: error distribution, all {sample.num_kv_heads} heads",
             )
         contexts = tuple(default_contexts(sample.num_tokens))
-        series = {s: _attention_errors(key, s, effective_rounding(s, rounding), contexts)
-                  for s in COMPARED_SCHEMES}
         if explorer.changed("attention", (key, sch, rounding)):
-            figs["attention"] = attention_error_figure(
-                series, highlight=sch,
-                title=f"Attention-output error vs context ({QUERIES_PER_CONTEXT} queries, float64 reference)",
-            )
+            def attention():
+                """Every compared scheme's curve: drawn after the other figures (:meth:`Explorer.later`)."""
+                series = {s: _attention_errors(key, s, effective_rounding(s, rounding), contexts)
+                          for s in COMPARED_SCHEMES}
+                return {"attention": attention_error_figure(
+                    series, highlight=sch,
+                    title=(f"Attention-output error vs context ({QUERIES_PER_CONTEXT} queries, "
+                           "float64 reference)"),
+                )}
+
+            explorer.later(attention, figures=("attention",))
         if explorer.changed("bytes", (sample.num_kv_heads, sample.head_size, sch)):
             figs["bytes"] = scale_bytes_figure(
                 scheme_bytes(COMPARED_SCHEMES, sample.num_kv_heads, sample.head_size), highlight=sch,
                 title=(f"Bytes per token per layer ({sample.num_kv_heads} KV heads × "
                        f"{sample.head_size} channels)"),
             )
-        last = series[sch][-1]
+        last = _attention_errors(key, sch, used, contexts)[-1]
         summary = (f"{what} on {sample.label}: mean |error| K {k_rt.abs_error.mean():.3g}, "
                    f"V {v_rt.abs_error.mean():.3g}; attention error at {last.context} tokens "
                    f"{last.rel_error:.2e}")

@@ -118,3 +118,68 @@ def test_non_finite_inputs_are_refused_by_default_and_allowed_when_asked():
         quantize_asymmetric(NAN, 4, -1)
     quantize_int4_per_token_head(NAN, check_finite=False)
     quantize_asymmetric(NAN, 4, -1, check_finite=False)
+
+
+def test_low_bit_schemes_by_name():
+    """kivi<b>_g<G>_r<R>: b-bit codes (2**b - 1 levels above zero), value groups of G (default 32),
+    R residual blocks (default 1); int4_per_token_head: 4-bit symmetric codes, qmax 7."""
+    from kvlab.quantization.schemes import QuantMode
+
+    int4 = parse_low_bit_scheme("int4_per_token_head")
+    assert (int4.name, int4.mode, int4.storage_dtype, int4.qmax, int4.bits) == (
+        "int4_per_token_head", QuantMode.INT4_PER_TOKEN_HEAD, torch.uint8, 7.0, 4)
+    k2 = parse_low_bit_scheme("kivi2")
+    assert (k2.name, k2.mode, k2.storage_dtype, k2.qmax, k2.bits, k2.group_size, k2.residual_blocks) == (
+        "kivi2", QuantMode.KIVI, torch.uint8, 3.0, 2, 32, 1)
+    k4 = parse_low_bit_scheme("kivi4_g64_r4")
+    assert (k4.name, k4.qmax, k4.bits, k4.group_size, k4.residual_blocks) == ("kivi4_g64_r4", 15.0, 4, 64, 4)
+    assert parse_low_bit_scheme("int8_per_token_head") is None
+    assert k2.describe() == (
+        "kivi2: 2-bit keys per channel per block, values per token in groups of 32, fp16 scales and zero "
+        "points, bf16 residual of 1 block(s) (kvlab scheme, not a vLLM --kv-cache-dtype)")
+    assert int4.describe() == (
+        "int4_per_token_head: 4-bit symmetric codes, one fp32 scale per token and KV head (kvlab scheme, "
+        "not a vLLM --kv-cache-dtype)")
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("kivi3", "scheme 'kivi3': KIVI codes have 4 or 2 bits, got 3"),
+        ("kivi2_g48", "scheme 'kivi2_g48': value group size must be one of 32, 64, 128, got 48"),
+        ("kivi2_r0", "scheme 'kivi2_r0': the residual is at least the block being filled (_r1), got _r0"),
+    ],
+)
+def test_kivi_name_refusals(name, message):
+    with pytest.raises(ValueError) as err:
+        parse_low_bit_scheme(name)
+    assert str(err.value) == message
+
+
+def test_two_bit_codes_pack_low_bits_first():
+    """Codes 1, 2, 3, 0 at 2 bits: 1 + 2 x 4 + 3 x 16 + 0 x 64 = 57 in one byte, and back."""
+    from kvlab.quantization.lowbit import unpack_codes
+
+    packed = pack_codes(torch.tensor([[1, 2, 3, 0]], dtype=torch.uint8), 2)
+    assert packed.dtype == torch.uint8 and packed.tolist() == [[57]]
+    codes = unpack_codes(torch.tensor([[57, 255]], dtype=torch.uint8), 2)
+    assert codes.dtype == torch.uint8 and codes.tolist() == [[1, 2, 3, 0, 3, 3, 3, 3]]
+    # 4-bit: 0x5A = 90 holds 10 (low nibble) then 5
+    assert unpack_codes(torch.tensor([90], dtype=torch.uint8), 4).tolist() == [10, 5]
+
+
+def test_more_refusals_word_for_word():
+    from kvlab.quantization import memory
+    from kvlab.quantization.lowbit import quantize_value_groups
+    from kvlab.quantization.per_tensor import dequantize_per_tensor
+
+    for make, message in [
+        (lambda: quantize_value_groups(torch.ones(2, 1, 48), 2, 32), "group size G=32 does not divide the V head size 48"),
+        (lambda: dequantize_per_tensor([1], 1.0), "codes must be a torch.Tensor, got list"),
+        (lambda: memory.token_footprint("kivi2", 1, 32, block_size=0), "block_size must be >= 1, got 0"),
+        (lambda: memory.token_footprint("kivi2", 1, 32, head_size_v=0), "head_size_v must be >= 1, got 0"),
+        (lambda: memory.residual_bytes_per_sequence("kivi2", 0, 1, 32), "block_size must be >= 1, got 0"),
+    ]:
+        with pytest.raises(ValueError) as err:
+            make()
+        assert str(err.value) == message

@@ -76,3 +76,28 @@ def test_a_deferred_view_that_fails_is_marked_not_current():
     assert not figure_is_stale(explorer.figures["first"])
     dropdown.value = 4
     assert explorer.stale == set() and not figure_is_stale(explorer.figures["second"])
+
+
+def test_a_cancelled_deferred_figure_is_drawn_by_the_next_update_even_with_the_same_inputs():
+    scheme = widgets.Dropdown(options=["a", "b"], value="a")
+    head = widgets.Dropdown(options=[0, 1], value=0)
+    figures = {"first": empty_figure_widget(), "second": empty_figure_widget()}
+
+    def render():
+        s, h = scheme.value, head.value
+        if explorer.changed("second", s):  # the second view ignores the head
+            explorer.later(lambda: {"second": go.Figure(go.Bar(x=[s], y=[1]))}, figures=("second",))
+        return {"first": go.Figure(go.Bar(x=[f"{s}{h}"], y=[1]))}
+
+    explorer = Explorer({"scheme": scheme, "head": head}, figures, render, debounce_s=0.15)
+    explorer.update()
+    assert list(figures["second"].data[0].x) == ["a"]
+
+    async def interact():
+        scheme.value = "b"  # its second view is scheduled …
+        head.value = 1  # … and cancelled by this update, whose inputs for it are the same
+        await asyncio.sleep(0.01)
+
+    asyncio.run(interact())
+    assert list(figures["first"].data[0].x) == ["b1"]
+    assert list(figures["second"].data[0].x) == ["b"]
