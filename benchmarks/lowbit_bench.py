@@ -17,7 +17,7 @@ split-K; the first is the launch rule's own choice). Every shape is written to `
 the default launch (the rule's) goes to ``lowbit_<device>.csv`` and the targets, with the best shape
 of the sweep beside it.
 
-Usage (needs an NVIDIA GPU): ``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR]``.
+Usage (needs an NVIDIA GPU): ``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR] [--case decode64 ...]``.
 Writes ``lowbit_<device>.csv``, ``lowbit_sweep_<device>.csv`` and ``lowbit_targets_<device>.csv`` to DIR
 (default benchmarks/results).
 """
@@ -43,16 +43,10 @@ HQ, HKV, D, BS = 32, 8, 128, 16
 CASES = (("decode", 1, 32768, 1), ("decode", 64, 32768, 1), ("prefill", 1, 8192, 2048))
 #: Launch shapes tried per (case kind, batch, packed-code family): dicts of prepare_lowbit_attention
 #: options; the first ({}: the launch rule's own choice) is the default that lowbit_<device>.csv reports.
+#: ``max_registers=255`` is no cap (the hardware's limit).
 VARIANTS = {
-    ("decode", 64, "int4"): ({}, dict(max_registers=128), dict(tile_n=64), dict(tile_n=64, max_registers=128),
-                             dict(num_splits=2), dict(fast_unpack=False)),
-    ("decode", 64, "kivi"): ({}, dict(max_registers=128), dict(tile_n=64), dict(tile_n=16),
-                             dict(num_stages=3), dict(fast_unpack=False)),
-    ("decode", 1, "int4"): ({}, dict(tile_n=64, num_splits=66),
-                            dict(tile_n=64, num_splits=66, max_registers=128)),
-    ("decode", 1, "kivi"): ({}, dict(num_splits=66), dict(num_splits=128), dict(tile_n=64, num_splits=66)),
-    ("prefill", 1, "int4"): ({}, dict(tile_n=32), dict(num_stages=2), dict(fast_unpack=False)),
-    ("prefill", 1, "kivi"): ({}, dict(tile_n=32), dict(num_stages=2), dict(fast_unpack=False)),
+    ("decode", 64, "kivi"): ({}, dict(num_splits=1), dict(num_splits=2), dict(num_splits=4),
+                             dict(num_splits=2, max_registers=255)),
 }
 
 
@@ -86,16 +80,17 @@ def calls_for(scheme: str, kv: DenseKV, queries: list[torch.Tensor], query_len: 
         calls = [prepare_paged_attention(q, paged.cache, b)
                  for q, b in zip(queries, paged.batches, strict=True)]
         return [calls], (paged,), lambda c: (c.tiling.num_splits, c.tiling.tile_n, c.tiling.num_warps,
-                                             c.tiling.num_stages)
+                                             c.tiling.num_stages, c.tiling.max_registers, 1)
     from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention
 
     cache, batches = lowbit_copies(scheme, kv, query_len, len(queries), gen)
     calls = [[prepare_lowbit_attention(q, cache, b, **opts) for q, b in zip(queries, batches, strict=True)]
              for opts in variants]
-    return calls, (cache,), lambda c: (c.num_splits, c.tile_n, c.num_warps, c.options["num_stages"])
+    return calls, (cache,), lambda c: (c.num_splits, c.tile_n, c.num_warps, c.options["num_stages"],
+                                       c.options.get("maxnreg"), c.tiles_per_step)
 
 
-def run(out_dir: str, repeats: int) -> None:
+def run(out_dir: str, repeats: int, cases: tuple = CASES) -> None:
     import triton
 
     ways = copy_bandwidths_gbps()
@@ -105,7 +100,7 @@ def run(out_dir: str, repeats: int) -> None:
     stem = "".join(ch if ch.isalnum() else "_" for ch in device).strip("_")
     rows: list[BenchRow] = []
     sweep: list[BenchRow] = []
-    for kind, batch, context, qlen in CASES:
+    for kind, batch, context, qlen in cases:
         gen = torch.Generator(device="cuda").manual_seed(batch * 7 + context + qlen)
         kv = random_kv(batch, context, HKV, D, torch.bfloat16, gen)
         smallest = attention_bytes("kivi2", batch=batch, context=context, query_len=qlen, num_q_heads=HQ,
@@ -130,15 +125,16 @@ def run(out_dir: str, repeats: int) -> None:
                     print(f"{scheme} {kind} B={batch} variant {variants[i]}: {type(exc).__name__}: {exc}")
                     continue
                 gbps = nbytes / us / 1e3
-                splits, tile, warps, stages = shape(calls[0])
+                splits, tile, warps, stages, cap, step = shape(calls[0])
                 row = BenchRow(scheme=scheme, batch=batch, context=context, kind=kind, query_len=qlen,
                                median_us=round(us, 2), bytes=nbytes, gbps=round(gbps, 1),
                                pct_copy_bw=round(100 * gbps / copy_bw, 1), rel_err_truth=float(f"{err:.3e}"),
                                device=device, copy_bw_gbps=round(copy_bw, 1), num_splits=splits, tile_n=tile,
                                num_warps=warps, num_stages=stages,
-                               max_registers=variants[i].get("max_registers"),
+                               max_registers=cap,
                                backend=("kvlab-triton" if i == 0 else "kvlab-triton-sweep")
-                               + ("-byte-unpack" if variants[i].get("fast_unpack") is False else ""),
+                               + ("-byte-unpack" if variants[i].get("fast_unpack") is False else "")
+                               + (f"-{step}-tiles-per-step" if step > 1 else ""),
                                triton=triton.__version__, torch=torch.__version__)
                 (rows if i == 0 else sweep).append(row)
                 print(format_table([row]).splitlines()[-1], variants[i] or "default", flush=True)
@@ -174,7 +170,9 @@ def target_rows(rows: list[BenchRow], swept: list[BenchRow] | None = None) -> li
     out = []
 
     def shape(r: BenchRow) -> str:
-        return f"tile {r.tile_n}, {r.num_warps} warps, {r.num_stages} stages, {r.num_splits} splits"
+        step = r.backend.split("-")[-4] if r.backend.endswith("-tiles-per-step") else "1"
+        return (f"tile {r.tile_n} x {step} a step, {r.num_warps} warps, {r.num_stages} stages, "
+                f"{r.num_splits} splits, cap {r.max_registers}")
 
     for scheme in SCHEMES[1:]:
         d64, b64 = by[("decode", 64, scheme)], by[("decode", 64, "bfloat16")]
@@ -202,5 +200,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--case", action="append", choices=[f"{c[0]}{c[1]}" for c in CASES],
+                    help="only this case (decode1, decode64, prefill1); repeatable")
     a = ap.parse_args()
-    run(a.out, a.repeats)
+    run(a.out, a.repeats, tuple(c for c in CASES if a.case is None or f"{c[0]}{c[1]}" in a.case))

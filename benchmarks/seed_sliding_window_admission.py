@@ -211,8 +211,8 @@ def report(summary: list[dict], est, base: EngineConfig) -> None:
         f"groups at full length); the estimated {g} GiB holds {pool:,} usable blocks, so two are admitted "
         "at once and the others as soon as the running ones free their out-of-window blocks: no "
         f"serialisation, ratio {r_est}x. kvlab serialises the four first turns only at <= {serial_gib} GiB. "
-        "The published 'one at a time' therefore needs a pool of at most about half of what 0.9 x 180 GB "
-        "- NVFP4 weights - activations leaves; the memory the run really had is not published (its "
+        "The published 'one at a time' therefore needs a pool of less than half of what 0.9 x the B200's "
+        "178.35 GiB (CUDA's total) - NVFP4 weights - activations leaves; the memory the run really had is not published (its "
         "start-up log would say).",
         "2. Prefix hits. Where kvlab serialises (60 GiB, or the capped gate one request at a time), three "
         "other sessions' 65K prefills run between two turns of a session and evict its cached blocks, "

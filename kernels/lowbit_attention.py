@@ -16,6 +16,13 @@ fp16, see the tile module). The query is scaled by ``2^-k`` into fp16's range: b
 significant bits and fp16 11, so the scaled query is exact once its largest magnitude is below
 ``2^15``; ``2^k`` goes back in with the softmax scale, also exactly.
 
+**Several tiles per loop step.** The loop's loads are issued one step ahead (Triton's software
+pipeline), so what one program has in flight is one step's bytes: one 64-key KIVI tile is about
+11 KB (kivi4). ``STEP_TILES`` tiles per step issue that many tiles' loads together while the tiles
+are still dequantized one after another (the registers of one tile, the bytes of several). On the
+H100 this helped less than the bytes suggest (B=64 kivi2: 2,692 µs at one tile a step, 2,452 µs at
+four; ``benchmarks/lowbit_notes.md`` says what bounds the step instead).
+
 Reading a never-written slot reads NaN scales (the cache is poisoned at allocation), so it shows.
 The host side (checks, launch shape, split-K workspace) is :mod:`kvlab.kernels.lowbit_attention_call`.
 """
@@ -54,6 +61,19 @@ def _store_part(ptr, base, a, l_i, row_valid, K: tl.constexpr, P: tl.constexpr, 
 
 
 @triton.jit
+def _store_parts(ptr, base, a0, a1, a2, a3, l_i, row_valid, P: tl.constexpr, DVP: tl.constexpr,
+                 DVP_PAD: tl.constexpr, NORMALISE: tl.constexpr, OUT_DTYPE: tl.constexpr,
+                 INTERPRET_: tl.constexpr):
+    """Store the ``P`` accumulator parts (normalised by ``l_i`` into the output, or raw into the
+    split-K workspace)."""
+    _store_part(ptr, base, a0, l_i, row_valid, 0, P, DVP, DVP_PAD, NORMALISE, OUT_DTYPE, INTERPRET_)
+    _store_part(ptr, base, a1, l_i, row_valid, 1, P, DVP, DVP_PAD, NORMALISE, OUT_DTYPE, INTERPRET_)
+    if P == 4:
+        _store_part(ptr, base, a2, l_i, row_valid, 2, P, DVP, DVP_PAD, NORMALISE, OUT_DTYPE, INTERPRET_)
+        _store_part(ptr, base, a3, l_i, row_valid, 3, P, DVP, DVP_PAD, NORMALISE, OUT_DTYPE, INTERPRET_)
+
+
+@triton.jit
 def lowbit_attention_kernel(
     out_ptr, part_acc_ptr, part_stat_ptr,
     q_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
@@ -67,7 +87,7 @@ def lowbit_attention_kernel(
     DOT_DTYPE: tl.constexpr, OUT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
     HALF_DEQ: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, INTERPRET_: tl.constexpr,
-    ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
+    STEP_TILES: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
 ):
     DP: tl.constexpr = D // P
     DVP: tl.constexpr = DV // P
@@ -124,13 +144,18 @@ def lowbit_attention_kernel(
         t_mid = tl.maximum(seq_len // BLOCK_SIZE - (RES_BLOCKS - 1), 0) * BLOCK_SIZE // TILE_N
     else:
         t_mid = tile_hi
-    for t in range(tile_lo, tl.minimum(tile_hi, t_mid)):
-        m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
-            t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
-            kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap,
-            window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G, KIVI, BLOCK_SIZE,
-            TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
-            ASM0, ASM1, ASM2, ASM3)
+    packed_hi = tl.minimum(tile_hi, t_mid)
+    # a step's later tiles past the loop's range see no keys (they belong to the residual or to the
+    # next split-K segment): the key range is cut at the loop's last tile
+    packed_end = tl.minimum(kv_end, packed_hi * TILE_N)
+    for t in range(tile_lo, packed_hi, STEP_TILES):
+        for k in tl.static_range(STEP_TILES):
+            m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
+                t + k, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, packed_end,
+                kv_head, bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
+                qk_scale, softcap, window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G,
+                KIVI, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP,
+                INTERPRET_, ASM0, ASM1, ASM2, ASM3)
     if KIVI:
         for t in range(tl.maximum(tile_lo, t_mid), tile_hi):
             m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
@@ -141,23 +166,11 @@ def lowbit_attention_kernel(
                 ASM0, ASM1, ASM2, ASM3)
 
     if not SPLIT_K:
-        base = token * stride_ot + q_head * stride_oh
-        _store_part(out_ptr, base, a0, l_i, row_valid, 0, P, DVP, DVP_PAD, True, OUT_DTYPE, INTERPRET_)
-        _store_part(out_ptr, base, a1, l_i, row_valid, 1, P, DVP, DVP_PAD, True, OUT_DTYPE, INTERPRET_)
-        if P == 4:
-            _store_part(out_ptr, base, a2, l_i, row_valid, 2, P, DVP, DVP_PAD, True, OUT_DTYPE,
-                        INTERPRET_)
-            _store_part(out_ptr, base, a3, l_i, row_valid, 3, P, DVP, DVP_PAD, True, OUT_DTYPE,
-                        INTERPRET_)
+        _store_parts(out_ptr, token * stride_ot + q_head * stride_oh, a0, a1, a2, a3, l_i, row_valid, P, DVP,
+                     DVP_PAD, True, OUT_DTYPE, INTERPRET_)
     else:
         row = (token * (NUM_KV_HEADS * GROUP) + q_head) * num_splits + split
-        base = row * DV
-        _store_part(part_acc_ptr, base, a0, l_i, row_valid, 0, P, DVP, DVP_PAD, False, OUT_DTYPE, INTERPRET_)
-        _store_part(part_acc_ptr, base, a1, l_i, row_valid, 1, P, DVP, DVP_PAD, False, OUT_DTYPE, INTERPRET_)
-        if P == 4:
-            _store_part(part_acc_ptr, base, a2, l_i, row_valid, 2, P, DVP, DVP_PAD, False, OUT_DTYPE,
-                        INTERPRET_)
-            _store_part(part_acc_ptr, base, a3, l_i, row_valid, 3, P, DVP, DVP_PAD, False, OUT_DTYPE,
-                        INTERPRET_)
+        _store_parts(part_acc_ptr, row * DV, a0, a1, a2, a3, l_i, row_valid, P, DVP, DVP_PAD, False, OUT_DTYPE,
+                     INTERPRET_)
         tl.store(part_stat_ptr + row * 2, m_i, mask=row_valid)
         tl.store(part_stat_ptr + row * 2 + 1, l_i, mask=row_valid)

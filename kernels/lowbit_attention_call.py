@@ -17,8 +17,9 @@ from kvlab.cache.lowbit_cache import LowBitPagedCache
 from kvlab.kernels.attention import check_attention_call
 from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
-from kvlab.kernels.launch_config import choose_num_splits, next_pow2
+from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
+from kvlab.kernels.lowbit_launch import STAGES, WARPS, choose_lowbit_launch
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.validation import require_positive_int
@@ -72,31 +73,6 @@ def _words(per_channel: torch.Tensor, scheme) -> torch.Tensor:
     return per_channel.view(torch.int32 if scheme.codes_per_byte == 2 else torch.int64)
 
 
-#: Launch defaults, each the fastest shape of the H100 sweep (``benchmarks/lowbit_bench.py``,
-#: ``benchmarks/lowbit_notes.md``; B=64 / B=1 decode at L=32768, a 2,048-token prefill chunk):
-#: decode key tiles of 128 (int4) and 64 (KIVI) keys, 2 pipeline stages (KIVI at 3 stages: 5.3 ms
-#: against 3.1 ms), 4 warps (prefill at 8 warps: 1.7x slower), and, for an int4 decode grid that is
-#: not split, a cap of 128 registers so that four programs share a multiprocessor (B=64: 1281 µs
-#: against 1695 µs uncapped; KIVI's 64-key tiles would spill under it, untimed, so it stays uncapped).
-#: KIVI splits a short grid into twice as many segments as the 8-bit rule (B=1: 61.8 µs at 66
-#: segments against 94.4 µs at 33 for kivi4).
-DECODE_TILE_INT4: int = 128
-DECODE_TILE_KIVI: int = 64
-PREFILL_TILE: int = 64
-STAGES: int = 2
-DECODE_MAX_REGISTERS: int = 128
-KIVI_SPLIT_PROGRAMS_PER_SM: int = 4
-
-
-def _default_tile(kivi: bool, prefill: bool) -> int:
-    """Keys per loop step when the caller names none."""
-    if INTERPRET:
-        return 16
-    if prefill:
-        return PREFILL_TILE
-    return DECODE_TILE_KIVI if kivi else DECODE_TILE_INT4
-
-
 @dataclass(eq=False)
 class LowBitAttentionCall:
     """A validated low-bit attention call: :meth:`run` only launches (no checks, no host copies), so
@@ -104,7 +80,8 @@ class LowBitAttentionCall:
 
     Attributes:
         out: ``[num_tokens, num_q_heads, head_size_v]`` output in the query dtype.
-        num_splits: split-K segments; ``tile_n``: keys per loop step; ``block_m``: rows per program.
+        num_splits: split-K segments; ``tile_n``: keys per tile; ``block_m``: rows per program;
+        ``tiles_per_step``: tiles whose loads one loop step issues together.
     """
 
     out: torch.Tensor
@@ -112,6 +89,7 @@ class LowBitAttentionCall:
     tile_n: int
     block_m: int
     num_warps: int
+    tiles_per_step: int
     _launch: SplitKLaunch = field(repr=False)
 
     @property
@@ -139,6 +117,7 @@ def prepare_lowbit_attention(
     num_stages: int | None = None,
     max_registers: int | None = None,
     fast_unpack: bool = True,
+    tiles_per_step: int | None = None,
 ) -> LowBitAttentionCall:
     """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
@@ -147,22 +126,22 @@ def prepare_lowbit_attention(
     num_tokens, num_q_heads, head_size = query.shape
     nkv, hv = cache.num_kv_heads, cache.head_size_v
     bs = cache.block_size
-    if tile_n is None:
-        tile = max(bs, _default_tile(cache.is_kivi, batch.max_query_len > 1))
-    else:
-        tile = require_positive_int(tile_n, "tile_n", 16)
-    if tile & (tile - 1) or tile % bs:
-        raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile}")
-
+    if tile_n is not None:
+        tile_n = require_positive_int(tile_n, "tile_n", 16)
+        if tile_n & (tile_n - 1) or tile_n % bs:
+            raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile_n}")
+    if tiles_per_step is not None and tiles_per_step not in (1, 2, 4):
+        raise ValueError(f"tiles_per_step must be 1, 2 or 4, got {tiles_per_step!r}")
     group = num_q_heads // nkv
     prefill = batch.max_query_len > 1
     block_q = max(1, (16 if INTERPRET else 64) // group) if prefill else 1
     block_m = max(16, next_pow2(block_q * group))
     seqs, qblocks = _programs(batch, block_q)
-    if num_splits is None:
-        num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
-        num_splits = choose_num_splits(len(seqs) * nkv, -(-batch.max_seq_len // tile), num_sms,
-                                       KIVI_SPLIT_PROGRAMS_PER_SM if cache.is_kivi and not prefill else 2)
+    shape = choose_lowbit_launch(
+        kivi=cache.is_kivi, prefill=prefill, num_programs=len(seqs) * nkv, max_seq_len=batch.max_seq_len,
+        block_size=bs, num_sms=None if INTERPRET else multiprocessor_count(query.device.index or 0),
+        tile_n=tile_n, tiles_per_step=tiles_per_step, num_splits=num_splits, max_registers=max_registers)
+    tile, step, num_splits = shape.tile_n, shape.tiles_per_step, shape.num_splits
     part_acc, part_stat = split_workspace(out, num_splits)
     sch, kivi, dummy, dev = cache.scheme, cache.is_kivi, cache.key_scale, query.device
     args = (
@@ -194,22 +173,16 @@ def prepare_lowbit_attention(
         DOT_PRECISION="ieee" if query.dtype == torch.float32 else "tf32",
         HALF_DEQ=half, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
-        INTERPRET_=INTERPRET, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
+        INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
-    if num_warps is None:
-        num_warps = 4
-    else:
-        require_positive_int(num_warps, "num_warps")
-    if num_stages is None:
-        num_stages = STAGES
+    num_warps = WARPS if num_warps is None else require_positive_int(num_warps, "num_warps")
+    num_stages = STAGES if num_stages is None else num_stages
     options = dict(num_warps=num_warps, num_stages=require_positive_int(num_stages, "num_stages"))
-    if max_registers is None and not prefill and num_splits == 1 and not cache.is_kivi:
-        max_registers = DECODE_MAX_REGISTERS
-    if max_registers is not None and not INTERPRET:
-        options["maxnreg"] = require_positive_int(max_registers, "max_registers", 24)
+    if shape.max_registers is not None and not INTERPRET:
+        options["maxnreg"] = require_positive_int(shape.max_registers, "max_registers", 24)
     launch = SplitKLaunch(lowbit_attention_kernel, (len(seqs) * nkv if num_tokens else 0, num_splits),
                           args, consts, options, out, part_acc, part_stat)
-    return LowBitAttentionCall(out, num_splits, tile, block_m, num_warps, launch)
+    return LowBitAttentionCall(out, num_splits, tile, block_m, num_warps, step, launch)
 
 
 def lowbit_paged_attention(
@@ -223,6 +196,7 @@ def lowbit_paged_attention(
     out: torch.Tensor | None = None,
     num_splits: int | None = None,
     tile_n: int | None = None,
+    tiles_per_step: int | None = None,
 ) -> torch.Tensor:
     """Causal paged attention over a low-bit cache (Triton), prefill chunks and decodes in one call.
 
@@ -234,8 +208,10 @@ def lowbit_paged_attention(
         sliding_window, softcap: as :func:`kvlab.attention`.
         out: optional ``[num_tokens, num_q_heads, head_size_v]`` output in the query dtype.
         num_splits: split-K segments (default: chosen from the grid and the GPU; 1 in the interpreter).
-        tile_n: keys per loop step, a power of two >= 16 and a multiple of the block size (default
+        tile_n: keys per tile, a power of two >= 16 and a multiple of the block size (default
             the larger of the block size and 16 in the interpreter, 64 compiled).
+        tiles_per_step: key tiles whose loads one loop step issues together, 1, 2 or 4 (default:
+            the launch rule's; see :mod:`kvlab.kernels.lowbit_attention`).
 
     Returns:
         ``[num_tokens, num_q_heads, head_size_v]`` in the query dtype.
@@ -244,4 +220,5 @@ def lowbit_paged_attention(
         ValueError: bad shapes, dtypes or options, or tensors on the wrong device for the Triton mode.
     """
     return prepare_lowbit_attention(query, cache, batch, scale=scale, sliding_window=sliding_window,
-                                    softcap=softcap, out=out, num_splits=num_splits, tile_n=tile_n).run()
+                                    softcap=softcap, out=out, num_splits=num_splits, tile_n=tile_n,
+                                    tiles_per_step=tiles_per_step).run()

@@ -131,6 +131,32 @@ def half_of_word(w, K: tl.constexpr):
 
 
 @triton.jit
+def operand_part(b, s, z, r_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, W: tl.constexpr,
+                 WP: tl.constexpr, WP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr,
+                 KIVI: tl.constexpr, MIXED: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr,
+                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
+    """Part ``K`` of a K or V tile of rows ``W`` wide, ``[TILE_N, W / P]`` padded, as dot operand.
+
+    ``b`` are the tile's code bytes (:func:`key_bytes`, :func:`value_bytes`) and, for KIVI, ``s``/``z``
+    the fp16 scales and zero points broadcastable to them; in ``MIXED`` tiles the keys that are still
+    in the residual come from its bf16 rows ``r_ptr`` instead.
+    """
+    if KIVI:
+        x = kivi_dequant(b, K, BITS, s, z, ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        x = tl.reshape(x, [TILE_N, WP_PAD])
+        if MIXED:
+            j = tl.arange(0, WP_PAD)
+            r = tl.load(r_ptr + res_row[:, None] * W + j[None, :] * P + K,
+                        mask=from_res[:, None] & (j < WP)[None, :], other=0.0)
+            x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
+    elif ASM != "":
+        x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
+    else:
+        x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
+    return x
+
+
+@triton.jit
 def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, D: tl.constexpr,
              DP: tl.constexpr, DP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr,
              MIXED: tl.constexpr,
@@ -138,24 +164,16 @@ def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.cons
              INTERPRET_: tl.constexpr):
     """Part ``K`` of the key tile (bytes ``b`` from :func:`key_bytes`, KIVI scale words ``ws``/``wz`` from
     :func:`key_scale_words`), ``[TILE_N, D / P]`` padded, as dot operand."""
+    s = ws
+    z = wz
     if KIVI:
         s = half_of_word(ws, K)
         z = half_of_word(wz, K)
-        if BPT > 1:
-            x = kivi_dequant(b, K, BITS, s[:, None, :], z[:, None, :], ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
-            x = tl.reshape(x, [TILE_N, DP_PAD])
-        else:
-            x = kivi_dequant(b, K, BITS, s, z, ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
-        if MIXED:
-            j = tl.arange(0, DP_PAD)
-            r = tl.load(rk_ptr + res_row[:, None] * D + j[None, :] * P + K,
-                        mask=from_res[:, None] & (j < DP)[None, :], other=0.0)
-            x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
-    elif ASM != "":
-        x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
-    else:
-        x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
-    return x
+        if BPT > 1:  # one scale per (block, channel), broadcast over the block's keys
+            s = s[:, None, :]
+            z = z[:, None, :]
+    return operand_part(b, s, z, rk_ptr, res_row, from_res, K, ASM, D, DP, DP_PAD, BITS, P, KIVI, MIXED,
+                        TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
 
 
 @triton.jit
@@ -181,28 +199,6 @@ def value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV: tl.constexpr, DVP:
                     mask=packed[:, None] & (jv < DVP)[None, :],
                     other=0)
         return b, b, b
-
-
-@triton.jit
-def value_part(b, s, z, rv_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, DV: tl.constexpr,
-               DVP: tl.constexpr, DVP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr,
-               KIVI: tl.constexpr,
-               MIXED: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
-               INTERPRET_: tl.constexpr):
-    """Part ``K`` of the value tile (from :func:`value_bytes`), ``[TILE_N, Dv / P]`` padded, as operand."""
-    if KIVI:
-        x = kivi_dequant(b, K, BITS, s, z, ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
-        x = tl.reshape(x, [TILE_N, DVP_PAD])
-        if MIXED:
-            jv = tl.arange(0, DVP_PAD)
-            r = tl.load(rv_ptr + res_row[:, None] * DV + jv[None, :] * P + K,
-                        mask=from_res[:, None] & (jv < DVP)[None, :], other=0.0)
-            x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
-    elif ASM != "":
-        x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
-    else:
-        x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
-    return x
 
 
 @triton.jit
@@ -280,17 +276,17 @@ def attend_lowbit_tile(
         p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
     p = round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_)
     vb, vs, vz = value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV, DVP, DVP_PAD, G, P, KIVI)
-    v0 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 0, ASM0, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
-                    TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    v0 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 0, ASM0, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
+                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
     a0 = tl.dot(p, v0, a0 * alpha[:, None], input_precision=DOT_PRECISION)
-    v1 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 1, ASM1, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
-                    TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+    v1 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 1, ASM1, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
+                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
     a1 = tl.dot(p, v1, a1 * alpha[:, None], input_precision=DOT_PRECISION)
     if P == 4:
-        v2 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 2, ASM2, DV, DVP, DVP_PAD, BITS, P, KIVI,
-                        MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        v2 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 2, ASM2, DV, DVP, DVP_PAD, BITS, P,
+                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
         a2 = tl.dot(p, v2, a2 * alpha[:, None], input_precision=DOT_PRECISION)
-        v3 = value_part(vb, vs, vz, rv_ptr, res_row, from_res, 3, ASM3, DV, DVP, DVP_PAD, BITS, P, KIVI,
-                        MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+        v3 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 3, ASM3, DV, DVP, DVP_PAD, BITS, P,
+                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
         a3 = tl.dot(p, v3, a3 * alpha[:, None], input_precision=DOT_PRECISION)
     return m_new, l_i, a0, a1, a2, a3

@@ -20,7 +20,7 @@ import torch
 
 import kvlab
 from kvlab import AttentionBatch, PagedKVCache, build_paged_example, relative_error
-from kvlab.kernels.lowbit_attention_call import lowbit_paged_attention
+from kvlab.kernels.lowbit_attention_call import lowbit_paged_attention, prepare_lowbit_attention
 from kvlab.kernels.lowbit_cache_write import write_lowbit_cache
 from kvlab.quantization import get_scheme
 from kvlab.reference import reference_attention
@@ -106,7 +106,7 @@ def _check(ex, target, scheme, **opts):
     out = poisoned((q.shape[0], q.shape[1], ex.cache.head_size_v), q.dtype, target.device)
     got = lowbit_paged_attention(q, ex.cache, ex.batch, out=out, **opts)
     assert got is out and torch.isfinite(out).all(), "outputs left unwritten or poisoned"
-    ref_opts = {k: v for k, v in opts.items() if k not in ("num_splits", "tile_n")}
+    ref_opts = {k: v for k, v in opts.items() if k not in ("num_splits", "tile_n", "tiles_per_step")}
     ref = kvlab.attention(q, ex.cache, ex.batch, **ref_opts)
     truth = reference_attention(q, ex.keys, ex.values, ex.batch, **ref_opts)
     k_tol, t_tol = _tolerances(scheme, q.dtype)
@@ -136,6 +136,23 @@ def test_fp16_query_block_32_and_split_k(target, seed, scheme):
     ex = _example(target, seed, [1, 1], slens, scheme, block=32, query_dtype=torch.float16,
                   kv_dtype=torch.float16, hq=4, hkv=4)
     _check(ex, target, scheme, num_splits=3)
+
+
+@pytest.mark.parametrize("scheme, step", [("kivi4_g32_r2", 2), ("kivi2", 4), ("int4_per_token_head", 2)])
+def test_several_tiles_per_loop_step(target, seed, scheme, step):
+    """A loop step's later tiles that fall past its split-K segment, or into blocks still in the
+    residual, must see no keys: 113 tokens in 3 segments leave the second step of a segment half in
+    the next one; 45 tokens unsplit put a step across the residual (tile 2 of 0..3)."""
+    slens = [2000, 4513, 45] if target.large else [45, 113, 17]
+    ex = _example(target, seed, [1, 1, 1], slens, scheme)
+    _check(ex, target, scheme, num_splits=3, tiles_per_step=step)
+    _check(_example(target, seed, [1], [45], scheme), target, scheme, num_splits=1, tiles_per_step=step)
+
+
+def test_tiles_per_step_is_checked(target, seed):
+    ex = _example(target, seed, [1], [30], "kivi2")
+    with pytest.raises(ValueError, match="tiles_per_step must be 1, 2 or 4, got 3"):
+        prepare_lowbit_attention(ex.query, ex.cache, ex.batch, tiles_per_step=3)
 
 
 @pytest.mark.parametrize("scheme", ["kivi4_g32_r2", "int4_per_token_head"])

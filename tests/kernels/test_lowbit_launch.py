@@ -1,0 +1,46 @@
+"""The low-bit kernel's launch rule, on the benchmark's shapes, worked by hand (an H100: 132 SMs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvlab.kernels.lowbit_launch import LowBitLaunch, choose_lowbit_launch, wave_balanced_splits
+
+
+@pytest.mark.parametrize("programs, sms, resident, steps, want", [
+    (512, 132, 3, 128, 3),   # waves of 396: fills 65% / 86% / 97% / 86% for 1 / 2 / 3 / 4 segments
+    (396, 132, 3, 128, 1),   # exactly one wave
+    (512, 132, 2, 128, 1),   # waves of 264: 512 / 528 = 97% unsplit; 2 and 4 segments fill no more
+    (512, 132, 3, 11, 2),    # 11 steps keep 4 per segment for at most 2 segments
+    (512, 132, 3, 7, 1),     # too short to split at all
+])
+def test_wave_balanced_splits(programs, sms, resident, steps, want):
+    assert wave_balanced_splits(programs, sms, resident, steps) == want
+
+
+def _launch(kivi, batch, *, prefill=False, seq_len=32768, **given):
+    return choose_lowbit_launch(kivi=kivi, prefill=prefill, num_programs=batch * 8, max_seq_len=seq_len,
+                                block_size=16, num_sms=132, **given)
+
+
+def test_full_decode_grids():
+    # B=64 x 8 KV heads = 512 programs: int4 one 128-key tile a step, capped for 4 programs per SM
+    assert _launch(False, 64) == LowBitLaunch(128, 1, 1, 128)
+    # KIVI: 64-key tiles, 4 a step (32768 / 256 = 128 steps), capped at 168, 3 segments (above)
+    assert _launch(True, 64) == LowBitLaunch(64, 4, 3, 168)
+
+
+def test_short_decode_grids_split_without_step_or_cap():
+    # B=1: 8 programs; KIVI aims at 4 programs x 132 SMs = 528 -> 66 segments; int4 at 264 -> 33
+    assert _launch(True, 1) == LowBitLaunch(64, 1, 66, None)
+    assert _launch(False, 1) == LowBitLaunch(128, 1, 33, None)
+
+
+def test_prefill_and_interpreter_and_given_options():
+    # 2,048 new tokens in blocks of 16 queries: 128 x 8 = 1024 programs, no split, no cap
+    assert choose_lowbit_launch(kivi=True, prefill=True, num_programs=1024, max_seq_len=8192, block_size=16,
+                                num_sms=132) == LowBitLaunch(64, 1, 1, None)
+    assert choose_lowbit_launch(kivi=True, prefill=False, num_programs=512, max_seq_len=300, block_size=32,
+                                num_sms=None) == LowBitLaunch(32, 1, 1, None)
+    assert _launch(True, 64, tiles_per_step=2, num_splits=1, max_registers=255) == LowBitLaunch(64, 2, 1, 255)
+    assert _launch(False, 64, tile_n=64) == LowBitLaunch(64, 1, 1, 128)
