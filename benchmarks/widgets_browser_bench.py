@@ -77,6 +77,31 @@ LISTEN_JS = """() => {
   return document.querySelectorAll('.js-plotly-plot').length;
 }"""
 
+#: Page script: scroll the dropdown labelled ``label`` to the top of the page (where a user's click on
+#: it leaves the page); returns how many figures are ready to draw (plotly's view has initialized).
+SCROLL_JS = """(label) => {
+  const boxes = [...document.querySelectorAll('.widget-dropdown')].filter(
+    d => d.querySelector('.widget-label') && d.querySelector('.widget-label').textContent.trim() === label);
+  if (boxes.length === 1) boxes[0].scrollIntoView({block: 'start'});
+  return [...document.querySelectorAll('.js-plotly-plot')].filter(gd => typeof gd.on === 'function').length;
+}"""
+
+
+def wait_for_figures(page, label: str, timeout_s: float = 60.0) -> int:
+    """Scroll to the control and wait until the number of drawn figures has stayed the same for 2 s
+    (plotly's code loads once per page, after the cells have run)."""
+    deadline = time.monotonic() + timeout_s
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        ready = page.evaluate(SCROLL_JS, label)
+        if ready != last:
+            last, since = ready, time.monotonic()
+        elif ready > 0 and time.monotonic() - since >= 2.0:
+            return ready
+        time.sleep(0.25)
+    raise RuntimeError(f"figures not ready within {timeout_s:.0f} s ({last} drawn)")
+
+
 #: Page script: set the dropdown labelled ``label`` to ``option`` and return the time of the event.
 CHANGE_JS = """([label, option]) => {
   const boxes = [...document.querySelectorAll('.widget-dropdown')].filter(
@@ -85,7 +110,6 @@ CHANGE_JS = """([label, option]) => {
   const select = boxes[0].querySelector('select');
   const index = [...select.options].findIndex(o => o.textContent.replace(/\u00a0/g, ' ').trim() === option);
   if (index < 0) return {error: `no option ${option} in ${label}`};
-  select.scrollIntoView({block: 'start'});  // where a user's click on it would leave the page
   window.__kvlabDraws = [];
   const t0 = performance.now();
   select.selectedIndex = index;
@@ -230,6 +254,7 @@ def bench(lessons: list[str], repeats: int, verbose: bool = False,
                         raise RuntimeError(f"{lesson} raised while running: {tracebacks[0][:500]}")
                     times, parts = [], []
                     try:
+                        wait_for_figures(page, label)
                         for i in range(repeats):
                             latency, part = measure_change(page, label, options[i % len(options)])
                             times.append(latency)
