@@ -12,6 +12,7 @@ from kvlab.quantization import get_scheme
 from kvlab.serving import capacity
 from kvlab.serving.breakdown import request_bytes
 from kvlab.sizing.gpu_memory import WEIGHT_DTYPES, GPUMemoryEstimate
+from kvlab.sizing.weight_bytes import MOE_KERNELS
 from kvlab.timing import estimate_kv_cache_memory
 
 #: vLLM's default ``--gpu-memory-utilization`` (vllm/config/cache.py: ``gpu_memory_utilization = 0.9``).
@@ -35,6 +36,7 @@ def memory_from_gpu(args: argparse.Namespace) -> GPUMemoryEstimate | None:
         args.tensor_parallel_size,
         args.max_num_batched_tokens,
         args.pipeline_parallel_size,
+        args.moe_kernel,
     )
     args.kv_cache_memory = est.kv_cache_bytes
     return est
@@ -165,5 +167,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="weights' dtype (default bf16)"
+    )
+    p.add_argument(
+        "--moe-kernel",
+        default="marlin",
+        choices=MOE_KERNELS,
+        help="with --gpu, for MXFP4 experts (gpt-oss): the vLLM MoE kernel whose padding the weights get "
+        "(marlin: vLLM <= 0.11 and GPUs without triton_kernels; triton: vLLM >= 0.12 on Hopper) "
+        "(default marlin)",
     )
     p.set_defaults(func=run)

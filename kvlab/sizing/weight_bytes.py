@@ -4,23 +4,30 @@ gpt-oss keeps its routed experts in MXFP4 (4-bit E2M1 values, one E8M0 scale per
 weight) and attention, router, embeddings and LM head in bf16, so its weights are
 ``experts × 0.53125 B + rest × 2 B``; counting all of them as bf16 overstates them 3.6-fold.
 
-vLLM also pads the MXFP4 expert matrices to its MoE kernel's tiles
-(``Mxfp4MoEMethod.create_weights`` in vllm/model_executor/layers/quantization/mxfp4.py):
+vLLM also pads the MXFP4 expert matrices to its MoE kernel's tiles:
 
 - ``"marlin"``, the weight-only kernel vLLM 0.10-0.11 used on Hopper and Ampere: the hidden size is
-  rounded up to 256 and each GPU's expert intermediate size to 128;
-- ``"triton"`` (vLLM's default on Hopper once triton_kernels is installed, 0.12 and later): only the
-  intermediate size, to 64. Its Hopper layouts are swizzled afterwards, which kvlab does not model.
+  rounded up to 256 and each GPU's expert intermediate size to 128
+  (``Mxfp4MoEMethod.create_weights`` in vllm/model_executor/layers/quantization/mxfp4.py);
+- ``"triton"``, vLLM's Hopper default once triton_kernels is installed (0.12 and later): vLLM
+  rounds the intermediate size to 64, then triton_kernels swizzles each matrix for Hopper's MMA
+  (``HopperMXValueLayout`` / ``HopperMXScaleLayout``, triton python/triton_kernels,
+  tensor_details/layout_details): the value bytes, ``reduction/2 × output``, are padded to
+  ``64 × 256`` and the scale bytes, ``output × reduction/32``, to ``256 × 2`` (8 warps). Older
+  triton_kernels releases padded only to the 16 × 32 MMA tile, so this is the layout of recent ones.
 
-Worked example, gpt-oss-120b on one GPU with Marlin (36 layers × 128 experts, hidden 2,880 → 3,072,
-intermediate 2,880 → 2,944; 116.8e9 weights in all, 114,661,785,600 of them in experts)::
+Worked example, gpt-oss-120b on one GPU (36 layers × 128 experts, hidden 2,880, intermediate
+2,880; 116.8e9 weights in all, 114,661,785,600 of them in experts; rest 4,276,428,800 B bf16)::
 
-    experts = 36 × 128 × 3 × 3,072 × 2,944 × 0.53125 B     = 66,418,900,992 B
-    rest    = (116.8e9 − 114,661,785,600) × 2 B              =  4,276,428,800 B
-    total   = 70,695,329,792 B = 65.84 GiB
+    marlin: experts 36 × 128 × 3 × 3,072 × 2,944 × 0.53125 B          = 66,418,900,992 B
+            total 70,695,329,792 B = 65.84 GiB   (vLLM 0.11.2 logged 65.97 GiB)
+    triton: per expert, gate+up values 1,472 × 5,888 + scales 5,888 × 90,
+            down values 1,472 × 3,072 + scales 3,072 × 90                = 13,995,520 B
+            experts 36 × 128 × 13,995,520 = 64,491,356,160 B
+            total 68,767,784,960 B = 64.04 GiB   (vLLM 0.14.1 logged 64.38 GiB)
 
-vLLM 0.11.2 logged "Model loading took 65.97 GiB" with the Marlin fallback (−0.13 GiB here); vLLM
-0.14.1 logged 64.38 GiB with the Triton backend, where kvlab's 60.71 GiB leaves 3.67 GiB unexplained.
+Not modelled: the Triton path keeps expert biases in fp32 (+0.07 GiB for gpt-oss-120b); the rest of
+the 0.13 / 0.34 GiB gaps is unexplained.
 """
 
 from __future__ import annotations
@@ -34,13 +41,27 @@ from kvlab.validation import require_choice, require_positive_int
 if TYPE_CHECKING:
     from kvlab.models.experts import ExpertWeights
 
-#: ``(hidden multiple, intermediate multiple)`` vLLM pads MXFP4 experts to, per MoE kernel.
-MOE_KERNEL_PADDING: dict[str, tuple[int, int]] = {"marlin": (256, 128), "triton": (1, 64)}
-MOE_KERNELS: tuple[str, ...] = tuple(MOE_KERNEL_PADDING)
+#: The MoE kernels whose MXFP4 padding kvlab models (see the module docstring).
+MOE_KERNELS: tuple[str, ...] = ("marlin", "triton")
 
 
 def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
+
+
+def expert_bytes_per_layer(experts: ExpertWeights, tensor_parallel_size: int, moe_kernel: str) -> int:
+    """MXFP4 bytes of one MoE layer's experts on one GPU, padded as ``moe_kernel`` pads them."""
+    width = -(-experts.intermediate_size // tensor_parallel_size)
+    if moe_kernel == "marlin":
+        hidden, width = _round_up(experts.hidden_size, 256), _round_up(width, 128)
+        return int(experts.num_experts * 3 * hidden * width * WEIGHT_DTYPE_BYTES[experts.dtype])
+    hidden, width = experts.hidden_size, _round_up(width, 64)
+
+    def matrix(reduction: int, output: int) -> int:  # Hopper-swizzled values + scales
+        values = _round_up(reduction // 2, 64) * _round_up(output, 256)
+        return values + _round_up(output, 256) * _round_up(reduction // 32, 2)
+
+    return experts.num_experts * (matrix(hidden, 2 * width) + matrix(width, hidden))
 
 
 @dataclass(frozen=True)
@@ -109,12 +130,7 @@ def weight_bytes_by_part(
         raise ValueError(
             f"the experts' {experts.num_parameters:,} weights exceed num_parameters ({num_parameters:,})"
         )
-    hidden_multiple, width_multiple = MOE_KERNEL_PADDING[moe_kernel]
-    hidden = _round_up(experts.hidden_size, hidden_multiple)
-    width = _round_up(-(-experts.intermediate_size // tensor_parallel_size), width_multiple)
-    per_layer = experts.num_experts * 3 * hidden * width
-    expert_bytes = int(
-        experts.num_layers * per_layer * WEIGHT_DTYPE_BYTES[experts.dtype] / pipeline_parallel_size
-    )
+    per_layer = expert_bytes_per_layer(experts, tensor_parallel_size, moe_kernel)
+    expert_bytes = experts.num_layers * per_layer // pipeline_parallel_size
     rest = int((num_parameters - experts.num_parameters) * WEIGHT_DTYPE_BYTES[weight_dtype] / gpus)
     return WeightBytes(expert_bytes, rest, weight_dtype, experts.dtype, moe_kernel)

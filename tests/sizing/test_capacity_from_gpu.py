@@ -74,3 +74,12 @@ def test_gpt_oss_120b_on_one_h100_is_no_longer_refused(capsys):
     assert out["kv_cache_memory_bytes"] == 8_999_704_343
     assert abs(out["kv_cache_memory_bytes"] / 2**30 - 8.99) < 0.65
     assert "experts 61.86 GiB mxfp4" in out["kv_cache_memory_estimate"]
+
+
+def test_the_triton_moe_kernel_pads_gpt_oss_experts_as_triton_kernels_does(capsys):
+    # weights 68,767,784,960 B (kvlab.sizing.weight_bytes: Hopper-swizzled MXFP4 experts + bf16 rest);
+    # 0.9 x 85,018,877,624 = 76,516,989,861; activations 1,923,088,384 -> 5,826,116,517 B
+    out = run_json(capsys, ["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--moe-kernel", "triton",
+                            "--max-model-len", "32768"])
+    assert out["kv_cache_memory_bytes"] == 76_516_989_861 - 68_767_784_960 - 1_923_088_384
+    assert "triton MoE kernel" in out["kv_cache_memory_estimate"]
