@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kvlab.admission.policies import POLICY_NAMES, AdmissionPolicy, GroupBudget, get_policy
@@ -168,7 +168,7 @@ def simulate(
     workload: Sequence[RequestSpec],
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
-    record_blocks: bool = False,
+    record_blocks: bool | Collection[int] = False,
     detail: str = "ids",
     gpu: str | GPUProfile | None = None,
     weight_dtype: str = "bf16",
@@ -182,7 +182,8 @@ def simulate(
         config: the configuration.
         workload: requests (see :mod:`kvlab.simulator.workload` and :mod:`kvlab.simulator.sessions`).
         max_steps: hard step cap (reported in the summary when reached).
-        record_blocks: keep every block's owner/state per step (small runs only).
+        record_blocks: keep every block's owner/state per step (small runs only); or only after the
+            steps in a collection of step indexes.
         detail: ``"ids"`` or ``"counts"`` in the per-step records.
         gpu: a GPU name or profile: steps then take the time :class:`~kvlab.timing.StepTimeModel`
             predicts, and ``result.metrics`` holds TTFT, TPOT, throughputs and wall time.

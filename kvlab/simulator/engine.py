@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from tqdm.auto import tqdm
 
@@ -25,7 +25,7 @@ def run_simulation(
     workload: Sequence[RequestSpec],
     *,
     max_steps: int = DEFAULT_MAX_STEPS,
-    record_blocks: bool = False,
+    record_blocks: bool | Collection[int] = False,
     detail: str = "ids",
     step_time: StepTimer | None = None,
     max_concurrency: int | None = None,
@@ -38,7 +38,8 @@ def run_simulation(
         scheduler_config: budgets and limits.
         workload: the requests (any order; they are taken by arrival step, or by arrival time).
         max_steps: hard step cap.
-        record_blocks: store every block's state after each step (small runs only).
+        record_blocks: store every block's state after each step (small runs only); or only after
+            the steps in a collection of step indexes (a block map of one step costs one snapshot).
         detail: ``"ids"`` records request ids per step; ``"counts"`` only queue lengths (faster).
         step_time: a step-time model (``[(new tokens, context), …]`` → seconds, e.g. a
             :class:`~kvlab.timing.StepTimeModel`); with it requests arrive by ``arrival_time_s``,
@@ -54,6 +55,8 @@ def run_simulation(
     ids = [r.request_id for r in workload]
     if len(set(ids)) != len(ids):
         raise ValueError("workload request ids must be unique")
+    every_step = record_blocks is True
+    record_steps = frozenset() if isinstance(record_blocks, bool) else frozenset(record_blocks)
     hash_block_size = manager.coordinator.hash_block_size
     arrivals = ArrivalQueue(workload, timed=step_time is not None, max_concurrency=max_concurrency)
     clock = SimClock(step_time) if step_time is not None else None
@@ -96,7 +99,7 @@ def run_simulation(
             record.waiting = [r.request_id for r in scheduler.waiting]
         record.blocks_in_use = tuple(manager.blocks_in_use_per_group())
         record.free_blocks = manager.num_free_blocks()
-        if record_blocks:
+        if every_step or step in record_steps:
             record.block_states = manager.block_states()
         timeline.append(record)
         peak_running = max(peak_running, record.num_running + len(record.finished))

@@ -1,8 +1,8 @@
 """Block map: the allocator's pool as a grid, stepped through a simulated run.
 
 Controls: model, workload, pool size (blocks, ``num_gpu_blocks_override``), chunk size, prefix caching,
-and the ``step`` slider with a ``play`` button. The run is :func:`kvlab.serving.simulate` with
-``record_blocks=True``; moving the step only redraws the grid.
+and the ``step`` slider with a ``play`` button. The run is :func:`kvlab.serving.simulate`; the grid of
+a step is the run replayed to that step with one snapshot of every block (``record_blocks=(step,)``).
 
 Figure ``blocks``: every block id coloured by the request that holds it and shaped by its group;
 free blocks grey (white with an outline when they still carry a prefix-cache hash), the null block
@@ -18,7 +18,7 @@ import ipywidgets as widgets
 from kvlab.kvdata import WORKLOAD_NAMES, workload
 from kvlab.plots.block_map import block_map_figure
 from kvlab.serving import EngineConfig, simulate
-from kvlab.simulator import SimulationResult
+from kvlab.simulator import SimulationResult, StepRecord
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
 
 #: Models small enough per request for a legible map.
@@ -33,9 +33,23 @@ def block_map_config(model: str, pool_blocks: int, chunk: int, prefix_caching: b
                         enable_prefix_caching=prefix_caching, profile="vllm-0.33")
 
 
+#: A run stops after this many steps.
+MAX_STEPS = 5000
+
+
 @lru_cache(maxsize=8)
 def _run(config: EngineConfig, workload_name: str) -> SimulationResult:
-    return simulate(config, workload(workload_name, MAX_MODEL_LEN), record_blocks=True, max_steps=5000)
+    """The whole run, without block snapshots (its length, outcome and stall)."""
+    return simulate(config, workload(workload_name, MAX_MODEL_LEN), max_steps=MAX_STEPS)
+
+
+@lru_cache(maxsize=64)
+def blocks_at(config: EngineConfig, workload_name: str, step: int) -> StepRecord:
+    """The record of ``step``, with every block's state: the run replayed to that step with one
+    snapshot (a snapshot of every block at every step costs 5–10 times the run itself)."""
+    run = simulate(config, workload(workload_name, MAX_MODEL_LEN), max_steps=step + 1,
+                   record_blocks=(step,))
+    return run.timeline[step]
 
 
 def build_block_map(
@@ -86,7 +100,7 @@ def build_block_map(
         for w in (c["step"], play):
             w.max = last
         step = min(c["step"].value, last)
-        rec = result.timeline[step]
+        rec = blocks_at(cfg, c["workload"].value, step)
         order = [r.request_id for r in workload(c["workload"].value, MAX_MODEL_LEN)]
         states = rec.block_states or []
         shared = sum(1 for b in states if b.is_shared)

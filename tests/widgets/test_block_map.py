@@ -84,3 +84,21 @@ def test_step_slider_spans_the_run(explorer):
 
 def test_every_figure_is_labelled(explorer):
     assert_well_formed(explorer.figures["blocks"], "blocks")
+
+
+@pytest.mark.parametrize("prefix_caching", [True, False])
+def test_a_replayed_step_has_the_blocks_of_the_whole_recorded_run(explorer, prefix_caching, seed):
+    from random import Random
+
+    from kvlab.widgets.block_map import blocks_at
+
+    full = _result(explorer, prefix_caching)
+    c = explorer.controls
+    cfg = block_map_config(c["model"].value, c["pool_blocks"].value, c["chunk"].value, prefix_caching)
+    steps = Random(seed).sample(range(len(full.timeline)), 4)
+    for step in steps:
+        assert blocks_at(cfg, c["workload"].value, step) == full.timeline[step]
+    only = simulate(cfg, workload(c["workload"].value, MAX_MODEL_LEN), record_blocks=steps)
+    assert [r.step for r in only.timeline if r.block_states is not None] == sorted(steps)
+    for step in steps:
+        assert only.timeline[step].block_states == full.timeline[step].block_states
