@@ -8,8 +8,9 @@ first; the dense one is half of it. ``None`` means the GPU has no tensor-core pa
 The memory is the total CUDA reports (``torch.cuda.mem_get_info()``), which vLLM multiplies by
 ``gpu_memory_utilization``: the driver keeps part of the card, so an "80 GB" H100 (80e9 B =
 74.51 GiB) reports about 79.2 GiB and a 24 GB RTX 3090 about 23.6 GiB. Each figure is read off a
-public vLLM log or a PyTorch print of that GPU (cited per profile); the vendor's decimal GB figure
-is kept beside it. The total moves by a few hundredths of a GiB with the driver and ECC setting.
+public vLLM log or a PyTorch print (cited per profile, saying where the log does not name the GPU);
+the vendor's decimal GB figure is kept beside it. The total moves by a few hundredths of a GiB with
+the driver and ECC setting.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             vendor_memory_bytes=80 * GB,
             memory_source=(
                 'vLLM issue 23192 (8x H100, vllm-openai v0.9.1): "Free memory on device (5.31/79.18 GiB)"; '
-                "other H100 logs print 79.11-79.22 GiB (vLLM PR 10511: total_gpu_memory 79.22GiB)"
+                "other H100 logs print 79.11-79.22 GiB (vLLM PR 10511: total_gpu_memory 79.22GiB); "
+                "torch.cuda.mem_get_info on an H100 80GB HBM3 here: 85,017,493,504 B (79.18 GiB)"
             ),
         ),
         GPUProfile(
@@ -236,7 +238,9 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             "Infinity Fabric 896 GB/s aggregate",
             interconnect_bandwidth=896 * GB,
             vendor_memory_bytes=192 * GB,
-            memory_source='a public vLLM ROCm log of one MI300X: "total_gpu_memory (191.45GiB)"',
+            memory_source=(
+                'a public vLLM ROCm log its author identifies as one MI300X: "total_gpu_memory (191.45GiB)"'
+            ),
         ),
     )
 }

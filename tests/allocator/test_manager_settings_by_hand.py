@@ -103,3 +103,49 @@ def test_arrival_queue_keeps_its_settings():
     q = ArrivalQueue([RequestSpec("a", 0, ((1, 4),), 1), RequestSpec("b", 0, ((1, 4),), 1, after="a")],
                      timed=True, max_concurrency=3)
     assert (q.timed, q.max_concurrency) == (True, 3)
+
+
+def test_coordinator_defaults_and_its_refusal():
+    """Caching on and freed unhashed blocks appended (not prepended) unless asked; a config without
+    groups has nothing to manage."""
+    from kvlab.allocator.coordinator import KVCacheCoordinator
+
+    c = KVCacheCoordinator(CONFIG)
+    assert (c.pools[0].enable_caching, c.pools[0].prepend_unhashed, c.managers[0].enable_caching) == (True, False, True)
+    assert c.managers[0].group_id == 0
+    off = KVCacheCoordinator(CONFIG, enable_caching=False, prepend_unhashed=True)
+    assert (off.pools[0].enable_caching, off.pools[0].prepend_unhashed, off.managers[0].enable_caching) == (
+        False, True, False)
+    m = _manager(enable_caching=False, prepend_unhashed=True)
+    assert (m.coordinator.pools[0].enable_caching, m.coordinator.pools[0].prepend_unhashed) == (False, True)
+    assert _manager().coordinator.pools[0].prepend_unhashed is False
+    with pytest.raises(ValueError) as err:
+        KVCacheCoordinator(KVCacheConfig((), ()))
+    assert str(err.value) == "the KV-cache config has no groups"
+
+
+def test_allocating_nothing_is_refused():
+    from kvlab.allocator.request import TokenRequest
+
+    with pytest.raises(ValueError) as err:
+        _manager().allocate_slots(TokenRequest("r", [1, 2, 3], 4), 0)
+    assert str(err.value) == "allocate_slots needs num_new_tokens > 0 or prefix-hit tokens to adopt"
+
+
+def test_the_gate_record_of_an_admission():
+    """A 6-token request in blocks of 4 needs ceil(6 / 4) = 2 of the 5 free blocks: admitted, and the
+    gate record names the request, the policy and the numbers. A 20-token request needs exactly the 5
+    free blocks, which is enough; 21 tokens need 6, which is not."""
+    from kvlab.allocator.request import TokenRequest
+
+    m = _manager(max_num_batched_tokens=64)
+    assert m.allocate_slots(TokenRequest("r", list(range(6)), 4), 6, full_sequence_must_fit=True) is not None
+    gate = m.last_gate
+    assert (gate.request_id, gate.policy, gate.per_group, gate.per_pool_need, gate.per_pool_free, gate.admitted) == (
+        "r", "uncapped", (2,), (2,), (5,), True)
+    edge = _manager(max_num_batched_tokens=64)
+    assert edge.allocate_slots(TokenRequest("e", list(range(20)), 4), 20, full_sequence_must_fit=True) is not None
+    assert (edge.last_gate.per_pool_need, edge.last_gate.admitted) == ((5,), True)
+    over = _manager(max_num_batched_tokens=64)
+    assert over.allocate_slots(TokenRequest("o", list(range(21)), 4), 21, full_sequence_must_fit=True) is None
+    assert (over.last_gate.request_id, over.last_gate.per_pool_need, over.last_gate.admitted) == ("o", (6,), False)

@@ -15,6 +15,7 @@ import torch
 import kvlab
 from kvlab.cache import AttentionBatch, PagedKVCache
 from kvlab.cli.main import main
+from kvlab.kernels.devices import INTERPRET
 from kvlab.models import model_from_hf_config
 from kvlab.quantization.per_tensor import as_fp32_scale
 from kvlab.reference import reference_attention
@@ -35,9 +36,11 @@ def _reference(**options):
 
 
 def _attention(block_size=16, **options):
-    cache = PagedKVCache.allocate("bfloat16", 4, block_size, 2, 8)
-    batch = AttentionBatch.from_lengths([1], [5], [[1]])
-    kvlab.attention(torch.randn(1, 4, 8, dtype=torch.bfloat16), cache, batch, **options)
+    """One call on the device the Triton kernels read (the CPU under the interpreter, else the GPU)."""
+    device = "cpu" if INTERPRET else "cuda"
+    cache = PagedKVCache.allocate("bfloat16", 4, block_size, 2, 8, device=device)
+    batch = AttentionBatch.from_lengths([1], [5], [[1]], device=device)
+    kvlab.attention(torch.randn(1, 4, 8, dtype=torch.bfloat16, device=device), cache, batch, **options)
 
 
 API = [
