@@ -1,10 +1,10 @@
 """Copying a freshly built figure into a live ``FigureWidget``: only what changed, in one message.
 
-The leading traces that have the same types as those on screen change in place: only the trace
+When the new figure has the same traces (count and types) as the one on screen, only the trace
 properties and layout entries whose values differ (by property path, e.g. ``line.width``) are sent,
-as one ``Plotly.update`` (one redraw in the browser, a message the size of the change). Traces
-beyond them are deleted or added first (one more message each way). The widget then holds exactly
-the new figure's properties.
+as one ``Plotly.update`` (one redraw in
+the browser, a message the size of the change). Otherwise the traces are replaced (a delete, an add
+and an update message). Either way the widget then holds exactly the new figure's properties.
 """
 
 from __future__ import annotations
@@ -86,14 +86,10 @@ def _register_subplots(layout, keys) -> None:
             layout._subplotid_props.add(key)
 
 
-def common_traces(target: go.FigureWidget, source: go.Figure) -> int:
-    """How many leading traces of ``target`` and ``source`` have the same types (updated in place)."""
-    n = 0
-    for old, new in zip(target._data, source._data, strict=False):
-        if old.get("type") != new.get("type"):
-            break
-        n += 1
-    return n
+def same_traces(target: go.FigureWidget, source: go.Figure) -> bool:
+    """True when ``source`` has as many traces as ``target``, of the same types, in the same order."""
+    old, new = target._data, source._data
+    return len(old) == len(new) and all(o.get("type") == n.get("type") for o, n in zip(old, new, strict=True))
 
 
 def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
@@ -107,14 +103,12 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
     skip_layout = _WIDGET_OWNED
     if target._layout.get("template") is not None:
         skip_layout = _WIDGET_OWNED | {"template"}  # every kvlab figure uses one template
-    common = common_traces(target, source)
-    if len(target._data) > common:  # traces beyond the common ones go (one message) …
-        target.data = target.data[:common]
-    if len(source._data) > common:  # … new ones come (one message) …
-        target.add_traces(list(source.data[common:]))
-    restyle: dict[str, list] = {}  # … and the common ones change in place, with the layout (one message)
+    if not same_traces(target, source):
+        _replace(target, source, skip_layout)
+        return
+    restyle: dict[str, list] = {}
     indexes: list[int] = []
-    per_trace = [_changes(o, n) for o, n in zip(target._data[:common], source._data[:common], strict=True)]
+    per_trace = [_changes(o, n) for o, n in zip(target._data, source._data, strict=True)]
     for i, changes in enumerate(per_trace):
         if changes:
             indexes.append(i)
@@ -130,3 +124,16 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
     for i in indexes:
         _forget_children(target.data[i], _top(per_trace[i]))
     _forget_children(target.layout, _top(relayout))
+
+
+def _replace(target: go.FigureWidget, source: go.Figure, skip_layout: frozenset[str]) -> None:
+    """Replace every trace and apply the changed layout entries."""
+    with target.batch_update():
+        target.data = ()
+    target.add_traces(list(source.data))
+    relayout = _changes(target._layout, source._layout, skip_layout)
+    if relayout:
+        _register_subplots(target.layout, _top(relayout))
+        target.plotly_relayout(relayout)
+        _forget_children(target.layout, _top(relayout))
+

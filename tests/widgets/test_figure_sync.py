@@ -125,19 +125,3 @@ def test_a_stale_mark_is_removed_and_never_reaches_the_source_figure(mode, rng):
     assert not figure_is_stale(widget)
     assert widget.layout.shapes == () and widget.layout.annotations == ()
     _assert_same(widget, source)
-
-
-def test_more_traces_of_the_same_types_are_added_and_the_others_change_in_place(mode, rng):
-    widget = SharedBundleFigureWidget()
-    sync_figure(widget, _figure([rng.normal(size=6) for _ in range(2)], "two"))
-    sent = _recorder(widget)
-    new = _figure([rng.normal(size=6) for _ in range(4)], "four")
-    sync_figure(widget, new)
-    assert [name for name, _ in sent] == ["_py2js_addTraces", "_py2js_update"]
-    assert len(sent[0][1]["trace_data"]) == 2 and sent[1][1]["style_traces"] == [0, 1]
-    _assert_same(widget, new)
-    sent.clear()
-    fewer = _figure([rng.normal(size=6)], "one")
-    sync_figure(widget, fewer)
-    assert [name for name, _ in sent] == ["_py2js_deleteTraces", "_py2js_update"]
-    _assert_same(widget, fewer)
