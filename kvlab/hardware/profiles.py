@@ -107,7 +107,8 @@ GPU_PROFILES: dict[str, GPUProfile] = {
             vendor_memory_bytes=80 * GB,
             memory_source=(
                 'vLLM issue 23192 (8x H100, vllm-openai v0.9.1): "Free memory on device (5.31/79.18 GiB)"; '
-                "other H100 logs print 79.11-79.22 GiB (vLLM PR 10511: total_gpu_memory 79.22GiB)"
+                "other H100 logs print 79.11-79.22 GiB (vLLM PR 10511: total_gpu_memory 79.22GiB); "
+                "torch.cuda.mem_get_info on an H100 80GB HBM3 here: 85,017,493,504 B (79.18 GiB)"
             ),
         ),
         GPUProfile(
