@@ -1,7 +1,10 @@
 """Interaction latency of every explorer in a real browser: JupyterLab 4 in Chromium, on this machine.
 
 For each lesson with an explorer, the notebook is opened and run (Run All Cells), then one of the
-explorer's dropdowns is changed ``--repeats`` times (cycling through its options). Each change is made
+explorer's dropdowns is scrolled to the top of the page and changed ``--repeats`` times (cycling
+through its options). JupyterLab runs with its default notebook windowing (``contentVisibility``: the
+browser skips drawing cells off screen) unless ``--windowing`` says otherwise; the browser tests turn
+windowing off (``none``) to find every cell. Each change is made
 in the page (the ``<select>`` gets its new value and a ``change`` event, as a click does); the latency
 is the time from that event to the last redraw of a plotly figure it caused (``plotly_afterplot``,
 in the page's clock), which covers the debounce delay, the kernel's update, the messages to the page
@@ -15,7 +18,8 @@ kernel stamps on its messages.
 
 Target (2 CPU cores): median ≤ 300 ms from a control change to the figure redrawn.
 
-    python benchmarks/widgets_browser_bench.py [--repeats 6] [--only 02_quantization_error]
+    python benchmarks/widgets_browser_bench.py [--repeats 6] [--only 02_quantization_error] [--verbose]
+                                               [--windowing contentVisibility|none]
                                                [--out benchmarks/results/widgets_browser.csv]
 
 Needs Chromium (``$CHROMIUM`` or ``/usr/bin/chromium``) and Playwright (``pip install 'kvlab[dev]'``).
@@ -38,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.browser.jupyterlab import (  # noqa: E402
     CHROMIUM_ARGS,
+    LAB_OVERRIDES,
     LabServer,
     copy_notebooks,
     error_outputs,
@@ -71,6 +76,31 @@ LISTEN_JS = """() => {
   }
   return document.querySelectorAll('.js-plotly-plot').length;
 }"""
+
+#: Page script: scroll the dropdown labelled ``label`` to the top of the page (where a user's click on
+#: it leaves the page); returns how many figures are ready to draw (plotly's view has initialized).
+SCROLL_JS = """(label) => {
+  const boxes = [...document.querySelectorAll('.widget-dropdown')].filter(
+    d => d.querySelector('.widget-label') && d.querySelector('.widget-label').textContent.trim() === label);
+  if (boxes.length === 1) boxes[0].scrollIntoView({block: 'start'});
+  return [...document.querySelectorAll('.js-plotly-plot')].filter(gd => typeof gd.on === 'function').length;
+}"""
+
+
+def wait_for_figures(page, label: str, timeout_s: float = 60.0) -> int:
+    """Scroll to the control and wait until the number of drawn figures has stayed the same for 2 s
+    (plotly's code loads once per page, after the cells have run)."""
+    deadline = time.monotonic() + timeout_s
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        ready = page.evaluate(SCROLL_JS, label)
+        if ready != last:
+            last, since = ready, time.monotonic()
+        elif ready > 0 and time.monotonic() - since >= 2.0:
+            return ready
+        time.sleep(0.25)
+    raise RuntimeError(f"figures not ready within {timeout_s:.0f} s ({last} drawn)")
+
 
 #: Page script: set the dropdown labelled ``label`` to ``option`` and return the time of the event.
 CHANGE_JS = """([label, option]) => {
@@ -191,7 +221,8 @@ def percentile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def bench(lessons: list[str], repeats: int, verbose: bool = False) -> list[dict]:
+def bench(lessons: list[str], repeats: int, verbose: bool = False,
+          windowing: str = "contentVisibility") -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     chromium = find_chromium()
@@ -202,7 +233,8 @@ def bench(lessons: list[str], repeats: int, verbose: bool = False) -> list[dict]
         root, home = Path(tmp) / "root", Path(tmp) / "home"
         home.mkdir()
         copy_notebooks(ROOT / "notebooks", root)
-        server = LabServer(root, home)
+        overrides = {**LAB_OVERRIDES, "@jupyterlab/notebook-extension:tracker": {"windowingMode": windowing}}
+        server = LabServer(root, home, overrides)
         server.start()
         try:
             with sync_playwright() as p:
@@ -222,6 +254,7 @@ def bench(lessons: list[str], repeats: int, verbose: bool = False) -> list[dict]
                         raise RuntimeError(f"{lesson} raised while running: {tracebacks[0][:500]}")
                     times, parts = [], []
                     try:
+                        wait_for_figures(page, label)
                         for i in range(repeats):
                             latency, part = measure_change(page, label, options[i % len(options)])
                             times.append(latency)
@@ -256,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=6, help="changes per explorer")
     parser.add_argument("--only", action="append", choices=sorted(INTERACTIONS), help="lessons to run")
     parser.add_argument("--verbose", action="store_true", help="print each change's breakdown")
+    parser.add_argument("--windowing", default="contentVisibility",
+                        choices=["contentVisibility", "none", "full", "defer"],
+                        help="JupyterLab's notebook windowing mode (its default: contentVisibility)")
     parser.add_argument("--label", default="", help="name of the version measured (a CSV column)")
     parser.add_argument("--append", action="store_true", help="add rows to --out instead of replacing it")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "widgets_browser.csv"))
@@ -265,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'explorer':<20}{'control':<12}{'median':>9}{'p95':>9}{'max':>9}{'→kernel':>9}{'handler':>9}"
           f"{'msgs':>9}{'kB':>9}{'→drawn':>9}{'draws':>9}  each change (ms); "
           f"target median ≤ {TARGET_MEDIAN_MS:.0f} ms")
-    rows = bench(args.only or list(INTERACTIONS), args.repeats, args.verbose)
+    rows = bench(args.only or list(INTERACTIONS), args.repeats, args.verbose, args.windowing)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["label", "kind", "name", "lesson", "control", "n", "median_ms", "p95_ms", "max_ms", *BREAKDOWN,

@@ -1,7 +1,8 @@
 """Copying a freshly built figure into a live ``FigureWidget``: only what changed, in one message.
 
 When the new figure has the same traces (count and types) as the one on screen, only the trace
-properties and layout entries whose values differ are sent, as one ``Plotly.update`` (one redraw in
+properties and layout entries whose values differ (by property path, e.g. ``line.width``) are sent,
+as one ``Plotly.update`` (one redraw in
 the browser, a message the size of the change). Otherwise the traces are replaced (a delete, an add
 and an update message). Either way the widget then holds exactly the new figure's properties.
 """
@@ -36,16 +37,28 @@ def _detach(value: object) -> object:
     return value
 
 
-def _changes(old: dict, new: dict, skip: frozenset[str] = _WIDGET_OWNED) -> dict[str, object]:
-    """Top-level entries of ``new`` that differ from ``old`` (``None`` removes an entry)."""
+def _changes(old: dict, new: dict, skip: frozenset[str] = _WIDGET_OWNED,
+             prefix: str = "") -> dict[str, object]:
+    """Entries of ``new`` that differ from ``old``, by property path (``"line.width"``: a nested
+    object that exists on both sides is compared inside, as plotly's own edits address it);
+    ``None`` removes an entry."""
     out = {}
     for key in new.keys() | old.keys():
-        if key in skip:
+        if not prefix and key in skip:
             continue
-        value = new.get(key, _MISSING)
-        if not _same(old.get(key, _MISSING), value):
-            out[key] = None if value is _MISSING else _detach(value)
+        before, value = old.get(key, _MISSING), new.get(key, _MISSING)
+        if _same(before, value):
+            continue
+        if isinstance(before, dict) and isinstance(value, dict):
+            out.update(_changes(before, value, skip, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = None if value is _MISSING else _detach(value)
     return out
+
+
+def _top(paths) -> set[str]:
+    """The top-level properties of property paths."""
+    return {path.split(".", 1)[0] for path in paths}
 
 
 def _forget_children(obj: BasePlotlyType, keys) -> None:
@@ -105,12 +118,12 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
     relayout = _changes(target._layout, source._layout, skip_layout)
     if not restyle and not relayout:
         return
-    _register_subplots(target.layout, relayout)
+    _register_subplots(target.layout, _top(relayout))
     target.plotly_update(restyle_data=restyle or None, relayout_data=relayout or None,
                          trace_indexes=indexes or None)
     for i in indexes:
-        _forget_children(target.data[i], per_trace[i])
-    _forget_children(target.layout, relayout)
+        _forget_children(target.data[i], _top(per_trace[i]))
+    _forget_children(target.layout, _top(relayout))
 
 
 def _replace(target: go.FigureWidget, source: go.Figure, skip_layout: frozenset[str]) -> None:
@@ -120,7 +133,7 @@ def _replace(target: go.FigureWidget, source: go.Figure, skip_layout: frozenset[
     target.add_traces(list(source.data))
     relayout = _changes(target._layout, source._layout, skip_layout)
     if relayout:
-        _register_subplots(target.layout, relayout)
+        _register_subplots(target.layout, _top(relayout))
         target.plotly_relayout(relayout)
-        _forget_children(target.layout, relayout)
+        _forget_children(target.layout, _top(relayout))
 

@@ -56,10 +56,11 @@ def free_port() -> int:
 
 
 class LabServer:
-    """A JupyterLab server on a free port, serving ``root`` with test settings."""
+    """A JupyterLab server on a free port, serving ``root`` with test settings (or ``overrides``)."""
 
-    def __init__(self, root: Path, home: Path) -> None:
+    def __init__(self, root: Path, home: Path, overrides: dict | None = None) -> None:
         self.root, self.home = root, home
+        self.overrides = LAB_OVERRIDES if overrides is None else overrides
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = home / "jupyterlab.log"
@@ -68,7 +69,7 @@ class LabServer:
     def start(self, timeout_s: float = 90.0) -> None:
         settings = self.home / "lab-app-settings"
         settings.mkdir(parents=True, exist_ok=True)
-        (settings / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=2))
+        (settings / "overrides.json").write_text(json.dumps(self.overrides, indent=2))
         cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={self.port}", "--ip=127.0.0.1",
                "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={self.root}",
                f"--LabServerApp.app_settings_dir={settings}", "--LabApp.expose_app_in_browser=True"]

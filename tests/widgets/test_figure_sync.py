@@ -98,7 +98,7 @@ def test_layout_change_and_a_new_subplot_axis_arrive_in_the_same_message(mode, r
     new.data[1].yaxis = "y2"
     sync_figure(widget, new)
     assert [name for name, _ in sent] == ["_py2js_update"]
-    assert sent[0][1]["layout_data"]["title"] == {"text": "after"}
+    assert sent[0][1]["layout_data"]["title.text"] == "after"  # a nested change, by its path
     assert widget.layout.yaxis2.title.text == "second (ms)"
     assert widget.data[1].yaxis == "y2"
     _assert_same(widget, new)
