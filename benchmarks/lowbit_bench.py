@@ -17,7 +17,8 @@ split-K; the first is the launch rule's own choice). Every shape is written to `
 the default launch (the rule's) goes to ``lowbit_<device>.csv`` and the targets, with the best shape
 of the sweep beside it.
 
-Usage (needs an NVIDIA GPU): ``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR] [--case decode64 ...]``.
+Usage (needs an NVIDIA GPU):
+``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR] [--case decode64 ...]``.
 Writes ``lowbit_<device>.csv``, ``lowbit_sweep_<device>.csv`` and ``lowbit_targets_<device>.csv`` to DIR
 (default benchmarks/results).
 """

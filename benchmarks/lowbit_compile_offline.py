@@ -46,10 +46,12 @@ def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: i
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]
     if ptx_dir:
-        with open(os.path.join(ptx_dir, f"lowbit_{scheme}_{new}_{call.tile_n}x{call.tiles_per_step}.ptx"), "w") as f:
+        with open(os.path.join(ptx_dir, f"lowbit_{scheme}_{new}_{call.tile_n}x{call.tiles_per_step}.ptx"),
+                  "w") as f:
             f.write(ptx)
     counts = " ".join(f"{c.rstrip('.')}={ptx.count(c)}" for c in PTX_COUNTS)
-    return (f"{scheme:20s} new={new:<3} tile={call.tile_n:<4}x{call.tiles_per_step} rows={call.block_m:<3} warps={call.num_warps} "
+    return (f"{scheme:20s} new={new:<3} tile={call.tile_n:<4}x{call.tiles_per_step} rows={call.block_m:<3} "
+            f"warps={call.num_warps} "
             f"stages={call.options['num_stages']} cap={call.options.get('maxnreg')} | "
             f"regs={regs} stack={stack} shared={kernel.metadata.shared} {counts}")
 

@@ -212,8 +212,8 @@ def report(summary: list[dict], est, base: EngineConfig) -> None:
         "at once and the others as soon as the running ones free their out-of-window blocks: no "
         f"serialisation, ratio {r_est}x. kvlab serialises the four first turns only at <= {serial_gib} GiB. "
         "The published 'one at a time' therefore needs a pool of less than half of what 0.9 x the B200's "
-        "178.35 GiB (CUDA's total) - NVFP4 weights - activations leaves; the memory the run really had is not published (its "
-        "start-up log would say).",
+        "178.35 GiB (CUDA's total) - NVFP4 weights - activations leaves; the memory the run really had is "
+        "not published (its start-up log would say).",
         "2. Prefix hits. Where kvlab serialises (60 GiB, or the capped gate one request at a time), three "
         "other sessions' 65K prefills run between two turns of a session and evict its cached blocks, "
         f"so every turn is recomputed (hit rate 0% vs 80%). kvlab's {r_60}x at 60 GiB combines "

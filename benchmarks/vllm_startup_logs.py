@@ -51,9 +51,10 @@ def kvlab_result(entry: dict) -> tuple[str, str]:
         p = predict_from_logged_memory(config, got["available_gib"])
         hits = p.pairs_with(got.get("tokens"), got.get("concurrency"))
         tokens = sorted(set(p.kv_cache_tokens))
-        conc = sorted(set(p.concurrency))
+        conc = sorted(set(p.concurrency), key=float)
+        shown = "/".join(conc) if len(conc) <= 3 else f"{conc[0]}-{conc[-1]}"  # a wide block range: its ends
         text = (f"blocks {p.num_blocks[0]}-{p.num_blocks[-1]}, {tokens[0]:,}-{tokens[-1]:,} tokens, "
-                f"{'/'.join(conc)}x")
+                f"{shown}x")
         return text, "match" if hits else "mismatch"
     except ValueError as exc:
         return f"refused: {str(exc)[:70]}", "refused"

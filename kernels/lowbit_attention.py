@@ -170,7 +170,7 @@ def lowbit_attention_kernel(
                      DVP_PAD, True, OUT_DTYPE, INTERPRET_)
     else:
         row = (token * (NUM_KV_HEADS * GROUP) + q_head) * num_splits + split
-        _store_parts(part_acc_ptr, row * DV, a0, a1, a2, a3, l_i, row_valid, P, DVP, DVP_PAD, False, OUT_DTYPE,
-                     INTERPRET_)
+        _store_parts(part_acc_ptr, row * DV, a0, a1, a2, a3, l_i, row_valid, P, DVP, DVP_PAD, False,
+                     OUT_DTYPE, INTERPRET_)
         tl.store(part_stat_ptr + row * 2, m_i, mask=row_valid)
         tl.store(part_stat_ptr + row * 2 + 1, l_i, mask=row_valid)

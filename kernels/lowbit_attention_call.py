@@ -129,7 +129,8 @@ def prepare_lowbit_attention(
     if tile_n is not None:
         tile_n = require_positive_int(tile_n, "tile_n", 16)
         if tile_n & (tile_n - 1) or tile_n % bs:
-            raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, got {tile_n}")
+            raise ValueError(f"tile_n must be a power of two >= 16 holding whole blocks of {bs}, "
+                             f"got {tile_n}")
     if tiles_per_step is not None and tiles_per_step not in (1, 2, 4):
         raise ValueError(f"tiles_per_step must be 1, 2 or 4, got {tiles_per_step!r}")
     group = num_q_heads // nkv

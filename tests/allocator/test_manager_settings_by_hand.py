@@ -90,7 +90,8 @@ W = [make_request("A", 8, 4)]
         (lambda: SchedulerConfig(0, 4, 64), "max_num_batched_tokens must be >= 1, got 0"),
         (lambda: SchedulerConfig(64, 0, 64), "max_num_seqs must be >= 1, got 0"),
         (lambda: SchedulerConfig(64, 4, 0), "max_model_len must be >= 1, got 0"),
-        (lambda: SchedulerConfig(64, 4, 64, mamba_align_block_size=0), "mamba_align_block_size must be >= 1, got 0"),
+        (lambda: SchedulerConfig(64, 4, 64, mamba_align_block_size=0),
+         "mamba_align_block_size must be >= 1, got 0"),
     ],
 )
 def test_simulation_refusals(make, message):
@@ -111,7 +112,8 @@ def test_coordinator_defaults_and_its_refusal():
     from kvlab.allocator.coordinator import KVCacheCoordinator
 
     c = KVCacheCoordinator(CONFIG)
-    assert (c.pools[0].enable_caching, c.pools[0].prepend_unhashed, c.managers[0].enable_caching) == (True, False, True)
+    assert (c.pools[0].enable_caching, c.pools[0].prepend_unhashed,
+            c.managers[0].enable_caching) == (True, False, True)
     assert c.managers[0].group_id == 0
     off = KVCacheCoordinator(CONFIG, enable_caching=False, prepend_unhashed=True)
     assert (off.pools[0].enable_caching, off.pools[0].prepend_unhashed, off.managers[0].enable_caching) == (
@@ -141,11 +143,13 @@ def test_the_gate_record_of_an_admission():
     m = _manager(max_num_batched_tokens=64)
     assert m.allocate_slots(TokenRequest("r", list(range(6)), 4), 6, full_sequence_must_fit=True) is not None
     gate = m.last_gate
-    assert (gate.request_id, gate.policy, gate.per_group, gate.per_pool_need, gate.per_pool_free, gate.admitted) == (
-        "r", "uncapped", (2,), (2,), (5,), True)
+    assert (gate.request_id, gate.policy, gate.per_group, gate.per_pool_need, gate.per_pool_free,
+            gate.admitted) == ("r", "uncapped", (2,), (2,), (5,), True)
     edge = _manager(max_num_batched_tokens=64)
-    assert edge.allocate_slots(TokenRequest("e", list(range(20)), 4), 20, full_sequence_must_fit=True) is not None
+    assert edge.allocate_slots(TokenRequest("e", list(range(20)), 4), 20,
+                               full_sequence_must_fit=True) is not None
     assert (edge.last_gate.per_pool_need, edge.last_gate.admitted) == ((5,), True)
     over = _manager(max_num_batched_tokens=64)
     assert over.allocate_slots(TokenRequest("o", list(range(21)), 4), 21, full_sequence_must_fit=True) is None
-    assert (over.last_gate.request_id, over.last_gate.per_pool_need, over.last_gate.admitted) == ("o", (6,), False)
+    assert (over.last_gate.request_id, over.last_gate.per_pool_need,
+            over.last_gate.admitted) == ("o", (6,), False)

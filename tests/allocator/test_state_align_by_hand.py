@@ -97,11 +97,13 @@ def test_the_plain_state_manager():
     plain = MambaSpec(block_size=16, state_bytes=1000)
     m = StateManager(plain, BlockPool(10), 3)
     assert (m.pages, m.group_id, m.blocks_required(10_000), m.num_skipped_tokens(500)) == (1, 3, 1, 0)
-    assert StateManager(MambaSpec(block_size=16, state_bytes=1000, num_speculative_blocks=1), BlockPool(10), 0).pages == 2
+    assert StateManager(MambaSpec(block_size=16, state_bytes=1000, num_speculative_blocks=1),
+                        BlockPool(10), 0).pages == 2
     m.save_new_computed_blocks("r", [], 0)
     assert (m.req_to_blocks, m.num_cached_block) == ({"r": []}, {"r": 0})
     for make, message in [
-        (lambda: m.save_new_computed_blocks("r", [KVCacheBlock(1)], 16), "a state group has no prefix hits to adopt"),
+        (lambda: m.save_new_computed_blocks("r", [KVCacheBlock(1)], 16),
+         "a state group has no prefix hits to adopt"),
         (lambda: StateManager(SPEC, BlockPool(10), 0),
          "StateManager serves mamba_cache_mode='none'; got 'align' (use state_manager_class)"),
         (lambda: state_manager_class(MambaSpec(block_size=16, state_bytes=1000, mamba_cache_mode="all")),

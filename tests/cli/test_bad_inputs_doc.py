@@ -58,8 +58,9 @@ API = [
      "key and value must agree on [num_blocks, block_size, num_kv_heads], got (2, 4, 2, 8) and (2, 4, 1, 8)"),
     (lambda: _attention(7, backend="triton"), BLOCK.format(7, "4 and 8")),
     (lambda: _attention(24, backend="triton"), BLOCK.format(24, "16 and 32")),
-    (lambda: model_from_hf_config({"num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 7,
-                                   "hidden_size": 4096, "max_position_embeddings": 4096}),
+    (lambda: model_from_hf_config({"num_hidden_layers": 2, "num_attention_heads": 32,
+                                   "num_key_value_heads": 7, "hidden_size": 4096,
+                                   "max_position_embeddings": 4096}),
      "config.json layer 0: 32 query heads are not a multiple of 7 KV heads; grouped-query attention needs "
      "every KV head to serve the same number of query heads"),
 ]
@@ -70,8 +71,8 @@ CLI = [
      "the tensor parallel size (3); vLLM refuses this split. Choose a tensor_parallel_size that divides 32."),
     (["simulate", "--model", "llama-3.1-8b", "--kv-cache-memory", "1e15", "--max-model-len", "8192",
       "--num-requests", "2"],
-     "kvlab simulate: error: a pool of 476,837,158 blocks is too large to simulate: kvlab keeps one object per "
-     "block and allows at most 2,000,000 blocks per pool (about 0.4 GB); use less KV-cache memory "
+     "kvlab simulate: error: a pool of 476,837,158 blocks is too large to simulate: kvlab keeps one object "
+     "per block and allows at most 2,000,000 blocks per pool (about 0.4 GB); use less KV-cache memory "
      "(--kv-cache-memory), a larger block size (--block-size) or a fixed pool (num_gpu_blocks_override, "
      "--num-gpu-blocks-override)"),
 ]

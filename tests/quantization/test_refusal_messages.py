@@ -67,7 +67,8 @@ CASES = [
      "suffix _r<blocks>, e.g. kivi2_g32_r8)"),
     # check_shape: 2-bit codes fill a byte 4 at a time, 4-bit codes 2 at a time
     (lambda: parse_low_bit_scheme("kivi2").check_shape(6, 32, 16),
-     "head_size 6 does not fill whole bytes at 2 bits per code: it must be a multiple of 4 for scheme 'kivi2'"),
+     "head_size 6 does not fill whole bytes at 2 bits per code: it must be a multiple of 4 for scheme "
+     "'kivi2'"),
     (lambda: parse_low_bit_scheme("kivi2").check_shape(32, 6, 16),
      "head_size_v 6 does not fill whole bytes at 2 bits per code: it must be a multiple of 4 for scheme "
      "'kivi2'"),
@@ -78,7 +79,8 @@ CASES = [
     (lambda: parse_low_bit_scheme("kivi2").check_shape(32, 48, 16),
      "group size G=32 does not divide the V head size 48; allowed G for this head: none (scheme 'kivi2')"),
     (lambda: parse_low_bit_scheme("kivi4_g64").check_shape(32, 96, 16),
-     "group size G=64 does not divide the V head size 96; allowed G for this head: [32] (scheme 'kivi4_g64')"),
+     "group size G=64 does not divide the V head size 96; allowed G for this head: [32] "
+     "(scheme 'kivi4_g64')"),
     (lambda: parse_low_bit_scheme("kivi2").check_shape(32, 32, 1),
      "block_size must be a power of two >= 2 for scheme 'kivi2' (one block is one key group, reduced in one "
      "tile), got 1"),
@@ -87,7 +89,8 @@ CASES = [
      "tile), got 24"),
     # key scales and zero points: head_size x 2 values x 2 bytes = 8 x 4 = 32 B, which 64 does not divide
     (lambda: parse_low_bit_scheme("kivi2").check_shape(8, 32, 64),
-     "block_size 64 must divide the 32 bytes of key scales and zero points per head and block (scheme 'kivi2')"),
+     "block_size 64 must divide the 32 bytes of key scales and zero points per head and block "
+     "(scheme 'kivi2')"),
 ]
 
 
@@ -174,7 +177,8 @@ def test_more_refusals_word_for_word():
     from kvlab.quantization.per_tensor import dequantize_per_tensor
 
     for make, message in [
-        (lambda: quantize_value_groups(torch.ones(2, 1, 48), 2, 32), "group size G=32 does not divide the V head size 48"),
+        (lambda: quantize_value_groups(torch.ones(2, 1, 48), 2, 32),
+         "group size G=32 does not divide the V head size 48"),
         (lambda: dequantize_per_tensor([1], 1.0), "codes must be a torch.Tensor, got list"),
         (lambda: memory.token_footprint("kivi2", 1, 32, block_size=0), "block_size must be >= 1, got 0"),
         (lambda: memory.token_footprint("kivi2", 1, 32, head_size_v=0), "head_size_v must be >= 1, got 0"),

@@ -78,7 +78,8 @@ def test_code_dtypes_and_shapes():
     zero of shape [tokens, heads, 2]; dequantized values in the dtype asked for (float64 by default)."""
     assert quantize_int4_per_token_head(torch.tensor([[0.5, -1.0]]))[0].dtype == torch.int8
     codes, scale, zero = quantize_value_groups(torch.linspace(-1, 1, 3 * 64).reshape(3, 1, 64), 2, 32)
-    assert (codes.dtype, codes.shape, scale.shape, zero.shape) == (torch.uint8, (3, 1, 64), (3, 1, 2), (3, 1, 2))
+    assert (codes.dtype, codes.shape, scale.shape, zero.shape) == (torch.uint8, (3, 1, 64), (3, 1, 2),
+                                                                   (3, 1, 2))
     assert dequantize_value_groups(codes, scale, zero).dtype == torch.float64
     assert dequantize_value_groups(codes, scale, zero, dtype=torch.bfloat16).dtype == torch.bfloat16
     codes8 = torch.tensor([[3, -5]], dtype=torch.int8)

@@ -64,7 +64,8 @@ def test_kernel_block_sizes_must_be_powers_of_two(block_size, nearest):
     """The reference takes any block size; the Triton path refuses 7 and 24 before compiling anything."""
     from kvlab.kernels.devices import INTERPRET
 
-    device = "cpu" if INTERPRET else "cuda"  # where the Triton kernels read (else the device check refuses first)
+    # where the Triton kernels read (else the device check refuses first)
+    device = "cpu" if INTERPRET else "cuda"
     cache = PagedKVCache.allocate("bfloat16", 4, block_size, 2, 8, device=device)
     batch = AttentionBatch.from_lengths([1], [5], [[1]], device=device)
     q = torch.randn(1, 4, 8, dtype=torch.bfloat16, device=device)

@@ -23,7 +23,8 @@ def test_a_prompt_longer_than_max_model_len_is_rejected():
     its 1st token at step 0, the 2nd at step 1. Its 2 prompt blocks are the peak recorded (it finishes
     in the step that would need a 3rd, and finished requests free their blocks before the record)."""
     manager = KVCacheManager(CONFIG, max_model_len=16, max_num_batched_tokens=64, enable_caching=False)
-    r = run_simulation(manager, SchedulerConfig(64, 2, 16), [make_request("ok", 8, 2), make_request("big", 20, 1)])
+    r = run_simulation(manager, SchedulerConfig(64, 2, 16),
+                       [make_request("ok", 8, 2), make_request("big", 20, 1)])
     assert r.rejections == [Rejection("big", "prompt of 20 tokens exceeds max_model_len=16")]
     assert (r.timeline[0].arrived, r.timeline[0].rejected) == (["ok", "big"], ["big"])
     s = r.summary

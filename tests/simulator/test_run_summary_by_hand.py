@@ -31,8 +31,10 @@ def test_summary_and_per_step_record():
     assert r.summary == SimulationSummary(steps=7, finished=3, rejected=0, unfinished=0, preemptions=1,
                                           peak_running=2, peak_blocks_in_use=4, stalled=None,
                                           step_cap_reached=False)
-    assert (r.finished_ids, r.policy, r.group_kinds, r.metrics) == (["A", "C", "B"], "uncapped", ("full",), None)
-    rows = [(x.num_running, x.num_waiting, x.running, x.waiting, x.blocks_in_use, x.free_blocks) for x in r.timeline]
+    assert (r.finished_ids, r.policy, r.group_kinds, r.metrics) == (["A", "C", "B"], "uncapped", ("full",),
+                                                                    None)
+    rows = [(x.num_running, x.num_waiting, x.running, x.waiting, x.blocks_in_use, x.free_blocks)
+            for x in r.timeline]
     assert rows == [
         (2, 1, ["A", "B"], ["C"], (4,), 1),
         (1, 2, ["A"], ["B", "C"], (3,), 2),
@@ -55,7 +57,8 @@ def test_counts_only_leave_the_id_lists_empty():
 def test_the_step_cap():
     """Stopped after 3 steps (0-2): nobody has finished, the cap (not a stall) is reported."""
     s = _run(max_steps=3).summary
-    assert (s.steps, s.finished, s.unfinished, s.preemptions, s.stalled, s.step_cap_reached) == (3, 0, 3, 1, None, True)
+    assert (s.steps, s.finished, s.unfinished, s.preemptions, s.stalled,
+            s.step_cap_reached) == (3, 0, 3, 1, None, True)
 
 
 def test_one_request_at_a_time():
@@ -70,7 +73,8 @@ def test_one_request_at_a_time():
 
 
 def test_block_states_when_recorded():
-    """Step 0: block 0 is the null block, A holds blocks 1-2, B 3-4 (handed out lowest id first), 5 is free."""
+    """Step 0: block 0 is the null block, A holds blocks 1-2, B 3-4 (handed out lowest id first),
+    5 is free."""
     states = _run(record_blocks=True).timeline[0].block_states
     assert [(s.block_id, s.is_null, s.is_free, s.owners, s.ref_cnt) for s in states] == [
         (0, True, False, (), 0), (1, False, False, ("A",), 1), (2, False, False, ("A",), 1),

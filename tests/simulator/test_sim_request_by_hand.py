@@ -14,7 +14,8 @@ from kvlab.simulator.workload import RequestSpec, content_id
 
 def test_a_new_request():
     r = SimRequest(RequestSpec("q", 0, ((11, 3), (22, 2)), 4), 4)
-    assert (r.request_id, r.status, r.num_computed_tokens, r.num_output_tokens, r.num_tokens) == ("q", WAITING, 0, 0, 5)
+    assert (r.request_id, r.status, r.num_computed_tokens, r.num_output_tokens,
+            r.num_tokens) == ("q", WAITING, 0, 0, 5)
     assert (r.num_preemptions, r.last_scheduled_tokens) == (0, 0)
     assert r.segments == [[11, 3], [22, 2]]
 

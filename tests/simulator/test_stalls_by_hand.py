@@ -31,7 +31,8 @@ def test_a_prompt_larger_than_the_pool_stalls_at_once(policy, batched):
     """A 40-token prompt needs ceil(40 / 4) = 10 blocks; the pool has 5. The gate refuses it at step 0
     with nothing running: the run stops after 1 step, the request unfinished."""
     s = _run([make_request("big", 40, 1)], policy, batched).summary
-    assert s.stalled == StallReport(0, "big", 10, 5, "admission gate asks 10 blocks of the pool, which has 5 usable blocks")
+    assert s.stalled == StallReport(0, "big", 10, 5,
+                                    "admission gate asks 10 blocks of the pool, which has 5 usable blocks")
     assert (s.steps, s.finished, s.rejected, s.unfinished) == (1, 0, 0, 1)
     assert (s.peak_running, s.peak_blocks_in_use, s.preemptions, s.step_cap_reached) == (0, 0, 0, False)
 

@@ -63,8 +63,10 @@ def test_request_metrics():
     m = _run([_timed("A", 8, 3, 0.0), _timed("B", 8, 2, 1.0)])[0].metrics
     a, b = m.requests
     assert (a.request_id, b.request_id) == ("A", "B")
-    assert (a.arrival_s, a.first_scheduled_s, a.first_token_s, a.finish_s) == pytest.approx((0, 0, 0.108, 0.310))
-    assert (b.arrival_s, b.first_scheduled_s, b.first_token_s, b.finish_s) == pytest.approx((1, 1, 1.108, 1.209))
+    assert (a.arrival_s, a.first_scheduled_s, a.first_token_s,
+            a.finish_s) == pytest.approx((0, 0, 0.108, 0.310))
+    assert (b.arrival_s, b.first_scheduled_s, b.first_token_s,
+            b.finish_s) == pytest.approx((1, 1, 1.108, 1.209))
     assert (a.prompt_tokens, a.output_tokens, a.cached_tokens) == (8, 3, 0)
     assert (a.ttft_s, a.tpot_s, a.e2e_s, a.queueing_s) == pytest.approx((0.108, 0.101, 0.310, 0.0))
     assert (b.tpot_s, b.e2e_s) == pytest.approx((0.101, 0.209))

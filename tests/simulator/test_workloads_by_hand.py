@@ -88,7 +88,8 @@ def test_poisson_arrivals_start_at_zero_with_exponential_gaps():
         t += rng.expovariate(2.0)
         expected.append(t)
     assert [r.arrival_time_s for r in out] == pytest.approx(expected, rel=0, abs=0)
-    assert [r.arrival_step for r in out] == [0] * 4 and [r.request_id for r in out] == ["r0", "r1", "r2", "r3"]
+    assert [r.arrival_step for r in out] == [0] * 4 and [r.request_id for r in out] == ["r0", "r1", "r2",
+                                                                                        "r3"]
     assert with_poisson_arrivals(w, 2.0)[1].arrival_time_s == random.Random(0).expovariate(2.0)
 
 
@@ -104,7 +105,8 @@ def test_steps_to_seconds():
     assert [r.arrival_time_s for r in steps_to_seconds(w, 0.5)] == [0.0, 1.5, 5.0]
     assert [r.arrival_time_s for r in steps_to_seconds(w, 0)] == [0, 0, 0]
     for bad in (-0.5, math.inf, True, "1"):
-        _refused(lambda bad=bad: steps_to_seconds(w, bad), f"seconds_per_step must be a finite number >= 0, got {bad!r}")
+        _refused(lambda bad=bad: steps_to_seconds(w, bad),
+                 f"seconds_per_step must be a finite number >= 0, got {bad!r}")
 
 
 def test_distribution_of_four_values():
@@ -126,7 +128,8 @@ def test_multi_turn_sessions_share_the_system_prompt_and_their_history():
     steps apart, sessions 10 apart: arrivals s0t0 0, s1t0 10, s0t1 300, s1t1 310 (sorted by step).
     t0 = [100, 10] = 110 tokens; t1 = [100, 10, 20, 10] = 140."""
     w = multi_turn_workload(2, 2, 100, 10, 20, 300, 10)
-    assert [(r.request_id, r.arrival_step) for r in w] == [("s0t0", 0), ("s1t0", 10), ("s0t1", 300), ("s1t1", 310)]
+    assert [(r.request_id, r.arrival_step) for r in w] == [("s0t0", 0), ("s1t0", 10), ("s0t1", 300),
+                                                          ("s1t1", 310)]
     assert [_lengths(r) for r in w] == [[100, 10], [100, 10], [100, 10, 20, 10], [100, 10, 20, 10]]
     assert {r.prompt[0][0] for r in w} == {content_id("prefix:system")}
     assert w[2].prompt[1:] == ((content_id("user:s0t0"), 10), (content_id("output:s0t0"), 20),
@@ -205,12 +208,14 @@ def test_synthetic_poisson_steps_accumulate():
     "make, message",
     [
         (lambda: synthetic_workload(0), "num_requests must be >= 1, got 0"),
-        (lambda: synthetic_workload(1, arrival_rate=0), "arrival_rate must be > 0 requests per step (or None), got 0"),
+        (lambda: synthetic_workload(1, arrival_rate=0),
+         "arrival_rate must be > 0 requests per step (or None), got 0"),
         (lambda: synthetic_workload(1, 0), "prompt_tokens must be >= 1, got 0"),
         (lambda: synthetic_workload(1, 4, 0), "output_tokens must be >= 1, got 0"),
         (lambda: make_request("q", 0, 1), "prompt_tokens of q must be >= 1, got 0"),
         (lambda: make_request("q", 4, 1, 0, "p", -1), "shared_prefix_tokens of q must be >= 0, got -1"),
-        (lambda: make_request("q", 4, 1, 0, "p", 5), "shared_prefix_tokens of q (5) exceeds prompt_tokens (4)"),
+        (lambda: make_request("q", 4, 1, 0, "p", 5),
+         "shared_prefix_tokens of q (5) exceeds prompt_tokens (4)"),
     ],
 )
 def test_synthetic_and_request_refusals(make, message):
@@ -272,12 +277,14 @@ def test_trace_by_hand(tmp_path):
         ("r0", 0, None), ("late", 0, 2.5), ("b", 3, None)]
     assert w[2].prompt == ((content_id("prefix:sys"), 5), (content_id("prompt:b"), 3))
     assert w[0].prompt == ((content_id("prompt:r0"), 8),)
-    assert load_trace(_trace(tmp_path, [{"id": "x", "prompt_tokens": 3, "output_tokens": 1}], "list.json"))[0].request_id == "x"
+    assert load_trace(_trace(tmp_path, [{"id": "x", "prompt_tokens": 3, "output_tokens": 1}],
+                             "list.json"))[0].request_id == "x"
 
 
 def test_trace_with_non_ascii_ids_reads_as_utf8(tmp_path):
     p = tmp_path / "u.json"
-    p.write_bytes(json.dumps([{"id": "ré", "prompt_tokens": 3, "output_tokens": 1}], ensure_ascii=False).encode())
+    p.write_bytes(json.dumps([{"id": "ré", "prompt_tokens": 3, "output_tokens": 1}],
+                             ensure_ascii=False).encode())
     assert load_trace(p)[0].request_id == "ré"
 
 
@@ -298,8 +305,10 @@ def test_trace_refusals(tmp_path):
         ([{"output_tokens": 1}], "trace entry 0 is missing 'prompt_tokens'"),
         ([{"prompt_tokens": 1, "output_tokens": 1}, {"id": "r0", "prompt_tokens": 1, "output_tokens": 1}],
          "trace entry 1: id must be a unique string, got 'r0'"),
-        ([{"id": 5, "prompt_tokens": 1, "output_tokens": 1}], "trace entry 0: id must be a unique string, got 5"),
-        ([{"prompt_tokens": 0, "output_tokens": 1}], "trace entry 0: prompt_tokens of r0 must be >= 1, got 0"),
+        ([{"id": 5, "prompt_tokens": 1, "output_tokens": 1}],
+         "trace entry 0: id must be a unique string, got 5"),
+        ([{"prompt_tokens": 0, "output_tokens": 1}],
+         "trace entry 0: prompt_tokens of r0 must be >= 1, got 0"),
         ([{"prompt_tokens": 2, "output_tokens": 1, "arrival_time_s": -1}],
          "trace entry 0: arrival_time_s of r0 must be a finite number of seconds >= 0, got -1"),
     ]

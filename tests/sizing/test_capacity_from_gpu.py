@@ -54,7 +54,8 @@ def test_tensor_parallelism_splits_the_weights(capsys):
 
 
 def test_mla_activation_estimate_uses_the_residual_width(capsys):
-    # DeepSeek-V3 at TP 8 on H200s reporting 139.81 GiB: 0.9 x round(139.81 x 2**30) = 0.9 x 150,119,844,413 = 135,107,859,971;
+    # DeepSeek-V3 at TP 8 on H200s reporting 139.81 GiB: 0.9 x round(139.81 x 2**30)
+    # = 0.9 x 150,119,844,413 = 135,107,859,971;
     # weights 671e9 x 1 B (fp8) / 8 = 83.875e9; activations 8192 x 7,168 (hidden_size, not 128 heads
     # x 576) x 36 / 8 + 1 GiB = 264,241,152 + 1,073,741,824 B
     out = run_json(capsys, ["--model", "deepseek-v3", "-tp", "8", "--block-size", "64", "--gpu", "h200",
@@ -69,8 +70,8 @@ def test_gpt_oss_120b_on_one_h100_is_no_longer_refused(capsys):
     # weights 70,695,329,792 (MXFP4 experts padded for Marlin + bf16 rest, see kvlab.sizing.weight_bytes);
     # activations 8192 x 2880 x 36 + 1 GiB = 1,923,088,384 -> KV 8,999,704,343 B = 8.38 GiB.
     # The log says "Available KV cache memory: 8.99 GiB": the estimate is 0.61 GiB (6.8%) short.
-    out = run_json(capsys, ["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--gpu-memory-utilization", "0.96",
-                            "--max-model-len", "98304"])
+    out = run_json(capsys, ["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--gpu-memory-utilization",
+                            "0.96", "--max-model-len", "98304"])
     assert out["kv_cache_memory_bytes"] == 8_999_704_343
     assert abs(out["kv_cache_memory_bytes"] / 2**30 - 8.99) < 0.65
     assert "experts 61.86 GiB mxfp4" in out["kv_cache_memory_estimate"]

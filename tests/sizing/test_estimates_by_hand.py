@@ -46,13 +46,14 @@ def test_stage_lists():
     "make, message",
     [
         (lambda: parse_stage_memory("1GiB", 2),
-         "1 pipeline stage memories given but pipeline_parallel_size is 2; give one KV-cache memory per stage, "
-         "e.g. 3.18GiB,24GiB"),
+         "1 pipeline stage memories given but pipeline_parallel_size is 2; give one KV-cache memory per "
+         "stage, e.g. 3.18GiB,24GiB"),
         (lambda: parse_stage_memory("1GiB, lots", 2),
-         "pipeline stage memory must be a number with an optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, "
-         "or vLLM's k, K, M, G), such as 16GiB, 11.54GiB, 12e9 or 16GB; got 'lots'"),
+         "pipeline stage memory must be a number with an optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, "
+         "TiB, or vLLM's k, K, M, G), such as 16GiB, 11.54GiB, 12e9 or 16GB; got 'lots'"),
         (lambda: parse_layer_partition("16,x"),
-         "pipeline_layer_partition must be layer counts per stage separated by commas, e.g. \"16,32\"; got '16,x'"),
+         "pipeline_layer_partition must be layer counts per stage separated by commas, e.g. \"16,32\"; "
+         "got '16,x'"),
         (lambda: weight_bytes(0), "num_parameters must be >= 1, got 0"),
         (lambda: weight_bytes(10, "x"),
          "weight_dtype must be one of 'bf16', 'fp16', 'fp8', 'int4', 'nvfp4', 'mxfp4'; got 'x'"),

@@ -55,7 +55,8 @@ def test_six_full_and_four_sliding_sit_on_the_one_and_a_half_edge():
     3; sliding: one of 4. 3 x 4 - 10 = 2 padding layers, 200 // 12 = 16%."""
     g = group_layers(_model(6, 4))
     assert (g.group_size, g.padding_layers) == (4, 2)
-    assert _groups(g) == [(("f0", "f2", "f4"), FULL), (("f1", "f3", "f5"), FULL), (("s0", "s1", "s2", "s3"), SLIDING)]
+    assert _groups(g) == [(("f0", "f2", "f4"), FULL), (("f1", "f3", "f5"), FULL),
+                          (("s0", "s1", "s2", "s3"), SLIDING)]
     assert g.warnings == ("Add 2 padding layers, may waste at most 16% KV cache memory",)
 
 
@@ -70,7 +71,8 @@ def test_disable_hybrid_promotes_sliding_layers_that_remember_their_window():
     assert (g.layout, g.group_size) == ("uniform", 3)
     (names, spec), = _groups(g)
     assert names == ("f0", "s0", "s1")
-    assert isinstance(spec, FullAttentionSpec) and spec.sliding_window == 8 and spec.attention_chunk_size is None
+    assert (isinstance(spec, FullAttentionSpec) and spec.sliding_window == 8
+            and spec.attention_chunk_size is None)
     assert (spec.block_size, spec.num_kv_heads, spec.head_size) == (16, 8, 128)
 
 

@@ -93,8 +93,8 @@ def test_a_partition_given_by_hand_is_kept():
         ((4, 0), "pipeline_parallel_size must be >= 1, got 0"),
         ((10, 3, (4, 6)), "the layer partition 4,6 names 2 stages but pipeline_parallel_size is 3; give one "
                           "layer count per stage"),
-        ((10, 2, (4, 5)), "the layer partition 4,5 adds up to 9 layers but the model has num_hidden_layers=10; "
-                          "the counts must add up to it"),
+        ((10, 2, (4, 5)), "the layer partition 4,5 adds up to 9 layers but the model has "
+                          "num_hidden_layers=10; the counts must add up to it"),
         ((10, 2, (11, -1)), "layers of a pipeline stage in the layer partition must be >= 0, got -1"),
     ],
 )

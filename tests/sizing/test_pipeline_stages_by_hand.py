@@ -26,9 +26,9 @@ from kvlab.sizing.specs import FullAttentionSpec, SlidingWindowSpec
 SHAPE = dict(block_size=16, num_kv_heads=8, head_size=128)
 FULL, SLIDING = FullAttentionSpec(**SHAPE), SlidingWindowSpec(**SHAPE, sliding_window=8)
 SPECS = {"layers.0": FULL, "layers.1": FULL, "layers.2": SLIDING, "layers.3": SLIDING}
-EMPTY_STAGE = ("pipeline stage 1 holds no layer with a KV cache or state (its layers are all MLP-only or there "
-               "are more stages than such layers); kvlab sizes only splits where every stage has one: use "
-               "fewer stages or a layer partition")
+EMPTY_STAGE = ("pipeline stage 1 holds no layer with a KV cache or state (its layers are all MLP-only or "
+               "there are more stages than such layers); kvlab sizes only splits where every stage has one: "
+               "use fewer stages or a layer partition")
 
 
 def test_layers_go_to_stages_by_index():
@@ -43,7 +43,8 @@ def test_layers_go_to_stages_by_index():
 def test_a_stage_sees_every_group_but_only_its_layers():
     grouping = group_layers(SPECS)
     stage0 = project_grouping(grouping, ["layers.0", "layers.1"])
-    assert [(g.layer_names, g.spec) for g in stage0.groups] == [(("layers.0", "layers.1"), FULL), ((), SLIDING)]
+    assert [(g.layer_names, g.spec) for g in stage0.groups] == [(("layers.0", "layers.1"), FULL),
+                                                               ((), SLIDING)]
     assert (stage0.group_size, stage0.layout, stage0.padding_layers, stage0.warnings) == (2, "hybrid", 0, ())
 
 
@@ -77,15 +78,18 @@ def test_a_stage_with_one_layer_of_each_group_pays_one_page_per_block():
          "1 KV-cache memories given for 2 pipeline stages; give one per stage"),
         (lambda: plan_stages(group_layers(SPECS), (("layers.0", "layers.1"), ("layers.2",)), [1, 1]),
          "pipeline stages and KV-cache groups disagree on layers ['layers.3']"),
-        (lambda: plan_stages(group_layers(SPECS), (("layers.0", "layers.1", "layers.9"), ("layers.2", "layers.3")),
-                             [1, 1]),
+        (lambda: plan_stages(group_layers(SPECS),
+                             (("layers.0", "layers.1", "layers.9"), ("layers.2", "layers.3")), [1, 1]),
          "pipeline stages and KV-cache groups disagree on layers ['layers.9']"),
         (lambda: parse_layer_partition([True, 2]),
-         "pipeline_layer_partition must be layer counts per stage separated by commas, e.g. \"16,32\"; got [True, 2]"),
+         "pipeline_layer_partition must be layer counts per stage separated by commas, e.g. \"16,32\"; "
+         "got [True, 2]"),
         (lambda: parse_layer_partition([-1, 2]),
-         "pipeline_layer_partition must be layer counts per stage separated by commas, e.g. \"16,32\"; got [-1, 2]"),
+         "pipeline_layer_partition must be layer counts per stage separated by commas, e.g. \"16,32\"; "
+         "got [-1, 2]"),
         (lambda: parse_layer_partition(""),
-         "pipeline_layer_partition must be layer counts per stage separated by commas, e.g. \"16,32\"; got ''"),
+         "pipeline_layer_partition must be layer counts per stage separated by commas, e.g. \"16,32\"; "
+         "got ''"),
     ],
 )
 def test_stage_refusals(make, message):

@@ -68,7 +68,8 @@ def test_a_request_that_does_not_fit_gets_the_estimate(profile, fit, estimate):
 
 def test_auto_fit_picks_the_estimate():
     """max_model_len = -1 with 1,000 positions: the longest request that fits, 144 tokens under 0.33."""
-    plan = plan_kv_cache(SPECS, 10 * PAGE, max_model_len=-1, max_position_embeddings=1000, in_flight_tokens=16)
+    plan = plan_kv_cache(SPECS, 10 * PAGE, max_model_len=-1, max_position_embeddings=1000,
+                         in_flight_tokens=16)
     assert plan.max_model_len == 144 and plan.blocks_per_request == (9,)
     # a model with fewer positions than fit keeps its positions
     assert plan_kv_cache(SPECS, 10 * PAGE, max_model_len=-1, max_position_embeddings=100,

@@ -14,7 +14,12 @@ import pytest
 from kvlab.sizing.capacity import plan_kv_cache
 from kvlab.sizing.mla_spec import MLAAttentionSpec
 from kvlab.sizing.profiles import get_profile
-from kvlab.sizing.specs import ChunkedLocalAttentionSpec, FullAttentionSpec, SlidingWindowSpec, UniformTypeSpecs
+from kvlab.sizing.specs import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    SlidingWindowSpec,
+    UniformTypeSpecs,
+)
 from kvlab.sizing.state_spec import MambaSpec
 
 SHAPE = dict(block_size=16, num_kv_heads=8, head_size=128)

@@ -17,7 +17,8 @@ def test_hybrid_slots_share_one_tensor():
     first layer of every group (f0, f1, s0), slot 1 by the second (f2, s1); 10 blocks of the largest
     page each: 655,360 B."""
     g = group_layers({"f0": FULL, "f1": FULL, "f2": FULL, "s0": S8, "s1": S8})
-    assert classic_tensors(g, 10) == (KVCacheTensor(655_360, ("f0", "f1", "s0")), KVCacheTensor(655_360, ("f2", "s1")))
+    assert classic_tensors(g, 10) == (KVCacheTensor(655_360, ("f0", "f1", "s0")),
+                                      KVCacheTensor(655_360, ("f2", "s1")))
 
 
 def test_one_spec_or_one_type_gives_a_tensor_per_layer():

@@ -25,15 +25,15 @@ def test_memory_sizes(text, size):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("1048575", "kv_cache_memory=1048575 has no unit, so it would mean 1048575 bytes; write the unit, e.g. "
-                    f"1048575GiB or 1048575GB (units: {UNITS}; a number without a unit is bytes and must be at "
-                    "least 1,048,576)"),
+        ("1048575", "kv_cache_memory=1048575 has no unit, so it would mean 1048575 bytes; write the unit, "
+                    f"e.g. 1048575GiB or 1048575GB (units: {UNITS}; a number without a unit is bytes and "
+                    "must be at least 1,048,576)"),
         ("0", "kv_cache_memory must be positive and finite, got '0'"),
         ("1e-30GiB", "kv_cache_memory must be at least 1 byte, got '1e-30GiB'"),
         (True, "kv_cache_memory must be a size such as 16GiB, 12e9 or 16GB; got True"),
         ([1], "kv_cache_memory must be a string or a number of bytes, got list"),
-        ("lots", f"kv_cache_memory must be a number with an optional unit ({UNITS}), such as 16GiB, 11.54GiB, "
-                 "12e9 or 16GB; got 'lots'"),
+        ("lots", f"kv_cache_memory must be a number with an optional unit ({UNITS}), such as 16GiB, "
+                 "11.54GiB, 12e9 or 16GB; got 'lots'"),
     ],
 )
 def test_memory_refusals(text, message):
@@ -44,9 +44,10 @@ def test_memory_refusals(text, message):
 
 def test_token_counts():
     """Lower-case k is 1,000 (decimals allowed if the result is whole), upper-case K is 1,024."""
-    assert [parse_token_count(t) for t in ("32768", "32k", "25.6k", "32K", 4096)] == [32768, 32000, 25600, 32768, 4096]
-    usage = ("max_model_len must be a whole number of tokens such as 32768, 32k (= 32,000), 25.6k (= 25,600) or "
-             "32K (= 32,768; upper-case suffixes are powers of 1024 and take whole numbers); got {!r}")
+    assert [parse_token_count(t) for t in ("32768", "32k", "25.6k", "32K", 4096)] == [32768, 32000, 25600,
+                                                                                      32768, 4096]
+    usage = ("max_model_len must be a whole number of tokens such as 32768, 32k (= 32,000), 25.6k (= 25,600) "
+             "or 32K (= 32,768; upper-case suffixes are powers of 1024 and take whole numbers); got {!r}")
     for text, message in [
         ("1.5K", usage.format("1.5K")), ("2.5", usage.format("2.5")), ("abc", usage.format("abc")),
         (True, "max_model_len must be a whole number of tokens, got True"),
@@ -67,9 +68,11 @@ def test_blocks_and_bytes_one_request_needs():
     sliding = SlidingWindowSpec(block_size=16, num_kv_heads=8, head_size=128, sliding_window=8)
     mamba = MambaSpec(block_size=16, state_bytes=1000)
     assert (full.max_blocks_per_request(100, 16), full.max_memory_usage_bytes(100, 16)) == (7, 458_752)
-    assert (sliding.max_blocks_per_request(1000, 16), sliding.max_memory_usage_bytes(1000, 16)) == (3, 196_608)
+    assert (sliding.max_blocks_per_request(1000, 16),
+            sliding.max_memory_usage_bytes(1000, 16)) == (3, 196_608)
     assert (mamba.max_blocks_per_request(100, 16), mamba.max_memory_usage_bytes(100, 16)) == (1, 1000)
-    uniform = UniformTypeSpecs((("a", full), ("b", FullAttentionSpec(block_size=16, num_kv_heads=4, head_size=128))))
+    uniform = UniformTypeSpecs((("a", full),
+                                ("b", FullAttentionSpec(block_size=16, num_kv_heads=4, head_size=128))))
     assert (uniform.page_size_bytes, uniform.max_blocks_per_request(100, 16)) == (98_304, 7)
     assert uniform.max_memory_usage_bytes(100, 16) == 688_128
 
