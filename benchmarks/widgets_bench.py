@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"CPU cores {machine['cpus']}, load average at start {machine['load_1min']}")
     print(f"\n{'explorer':<20}{'n':>4}{'median ms':>11}{'p95 ms':>9}{'max ms':>9}{'CPU med':>9}{'CPU p95':>9}"
-          f"{'1st med':>9}{'1st p95':>9}{'build s':>9}  target (CPU) ≤ {INTERACTION_TARGET_MS:.0f} ms median, "
+          f"{'1st med':>9}{'1st p95':>9}{'build s':>9}  "
+          f"target (CPU) ≤ {INTERACTION_TARGET_MS:.0f} ms median, "
           f"≤ {INTERACTION_P95_TARGET_MS:.0f} ms p95 (whole update; first view)")
     for r in explorers:
         ok = ("ok" if _meets(r) else "OVER") + "; " + ("ok" if _meets(r, "first_") else "OVER")
@@ -173,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["label", "kind", "name", "n", "median_ms", "p95_ms", "max_ms", "cpu_median_ms", "cpu_p95_ms",
               "cpu_max_ms", "first_median_ms", "first_p95_ms", "first_cpu_median_ms", "first_cpu_p95_ms",
-              "first_view_meets_target", "build_s", "seconds", "peak_rss_mb", "error", "target", "meets_target", "cpus",
-              "load_1min", "python"]
+              "first_view_meets_target", "build_s", "seconds", "peak_rss_mb", "error", "target",
+              "meets_target", "cpus", "load_1min", "python"]
     machine["label"] = args.label
     append = args.append and out.exists()
     with out.open("a" if append else "w", newline="") as fh:
