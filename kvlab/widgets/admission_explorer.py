@@ -187,7 +187,8 @@ def build_admission_explorer(
         banners.value = "".join(stall_banner(label, r) for label, r in results.items())
         stalls = {k: r.summary.stalled.step if r.summary.stalled else None for k, r in results.items()}
         explorer.results = results
-        explorer.later(lambda: time_view(configs, v["workload"], v["gpu"]))
+        explorer.later(lambda: time_view(configs, v["workload"], v["gpu"]),
+                       views=("throughput", "ttft", "time"))
         stalled = [label for label, s in stalls.items() if s is not None]
         summary = " · ".join(f"{label.split(' (')[0]}: peak {r.summary.peak_blocks_in_use:,} blocks"
                              for label, r in results.items())

@@ -141,7 +141,7 @@ def build_serving_dashboard(
             return {"time": timeline_figure({current: tokens_per_second(timed, 0.25)},
                                             what=f"throughput on {gpu}", unit="tokens/s")}
 
-        explorer.later(time_view)
+        explorer.later(time_view, views=("time",))
         message = (f"{current}: max concurrency {plan.max_concurrency:.2f}; the workload takes {s.steps:,} "
                    f"steps with {s.preemptions} preemption(s).")
         if s.stalled is not None:
