@@ -75,4 +75,33 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
             target.layout.shapes = ()
             target.update_layout(layout, overwrite=True)
     if new_traces:
-        target.add_traces(list(source.data))
+        _add_traces(target, list(source.data))
+
+
+class _TraceCopier:
+    """A figure's trace validator that validates the traces it copies only while the figure does.
+
+    ``FigureWidget.add_traces`` validates every property of every trace it is given (a tenth of a
+    second for an explorer's figures on a 2-core machine), even when the figure itself does not
+    validate; this lets :func:`kvlab.plots.style.unvalidated_figures` cover the copy as well.
+    """
+
+    def __init__(self, figure: go.FigureWidget, inner) -> None:
+        self._figure, self._inner = figure, inner
+
+    def validate_coerce(self, v, skip_invalid: bool = False, _validate: bool = True):
+        return self._inner.validate_coerce(v, skip_invalid=skip_invalid,
+                                           _validate=_validate and self._figure._validate)
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+
+def _add_traces(target: go.FigureWidget, traces: list) -> None:
+    """``target.add_traces(traces)``, validating the copies only if ``target`` validates."""
+    inner = target._data_validator
+    target._data_validator = _TraceCopier(target, inner)
+    try:
+        target.add_traces(traces)
+    finally:
+        target._data_validator = inner
