@@ -14,7 +14,8 @@ In seconds: the same workload also runs with every step timed on the chosen ``gp
 (:func:`kvlab.widgets.timed_runs.timed_run`): ``throughput`` draws tokens per second over time for
 both policies, ``ttft`` their TTFT distributions, and the ``time`` panel sets wall time, prompt and
 output tokens/s, TTFT and TPOT side by side. These are drawn just after the figures in steps
-(:meth:`~kvlab.widgets.explorer.Explorer.later`); a workload whose requests all arrive at once is
+(:meth:`~kvlab.widgets.explorer.Explorer.later`; until they arrive they are marked as computing, since
+they still show the previous setting); a workload whose requests all arrive at once is
 simulated once for both views (:func:`kvlab.widgets.timed_runs.step_run`).
 """
 
