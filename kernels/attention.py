@@ -144,12 +144,16 @@ def prepare_paged_attention(
     num_splits: int | None = None,
     tiling: AttentionTiling | None = None,
     fp8_fast_decode: bool = True,
+    fp8_half_dots: bool = False,
 ) -> PagedAttentionCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
     ``tiling`` overrides the launch shape (benchmark sweeps); its ``num_splits`` wins over
     ``num_splits``. ``fp8_fast_decode=False`` makes compiled fp8 → bf16 decoding use Triton's own
     conversion instead of :func:`kvlab.kernels.numerics.fp8_to_bf16` (for comparing the two).
+    ``fp8_half_dots=True`` runs the dots of a per-tensor fp8 cache read by bf16 queries in fp16
+    (codes → fp16 by the hardware's paired conversion, query scaled by a power of two as for an fp16
+    cache, ``p`` rounded to fp16); a benchmark candidate.
     """
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -181,6 +185,8 @@ def prepare_paged_attention(
     if mode == QuantMode.FP8_PER_TENSOR:
         qk_scale, out_scale = sigma * cache.k_scale, cache.v_scale
     dot_dtype, p_dtype, precision = _dot_types(query.dtype, cache)
+    if fp8_half_dots and mode == QuantMode.FP8_PER_TENSOR and dot_dtype == torch.bfloat16:
+        dot_dtype = p_dtype = torch.float16
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits
 
@@ -190,8 +196,8 @@ def prepare_paged_attention(
     v_scale_t = cache.value_scale if cache.value_scale is not None else cache.value
     fp8 = fp8_constexprs(sch.storage_dtype)
     is_fp8 = sch.storage_dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
-    fp8_asm = "" if INTERPRET or not is_fp8 or not fp8_fast_decode else fp8_to_bf16_asm(
-        fp8["MANT_BITS"], fp8["EXP_BIAS"])
+    bit_moves = is_fp8 and fp8_fast_decode and dot_dtype == torch.bfloat16 and not INTERPRET
+    fp8_asm = fp8_to_bf16_asm(fp8["MANT_BITS"], fp8["EXP_BIAS"]) if bit_moves else ""
     args = (
         out, part_acc, part_stat,
         query, cache.key, cache.value, k_scale_t, v_scale_t,

@@ -39,19 +39,22 @@ def test_parts_pick_the_cases():
         _parse("--parts", "prefil")
 
 
-def test_sweep_times_the_previous_prefill_rule_beside_the_new_one():
+def test_sweep_times_the_previous_decode_rule_beside_narrow_programs():
     from kvlab.bench.sweeps import default_sweep
 
-    sweep = default_sweep(BenchConfig())
+    sweep = default_sweep(BenchConfig(), num_sms=132)
+    # B=16, L=32768, 8-bit: the rule now runs narrow programs (64 keys, 2 warps, 8 segments); the
+    # sweep times the previous rule beside it: 128-key tiles on 4 warps, 4 segments (512 programs,
+    # four per multiprocessor), under the register cap
+    b16 = sweep.attention[("decode", 16, 32768, 1)]
+    previous = [c.tiling for c in b16 if c.tiling is not None and c.tiling.num_warps == 4]
+    assert [(t.tile_n, t.num_splits, t.max_registers) for t in previous] == [(128, 4, 128)]
+    # one sequence of 8,192 tokens: 64-key tiles (8 programs × 64 tiles < 528), 66 segments
+    b1 = [c.tiling for c in sweep.attention[("decode", 1, 8192, 1)] if c.tiling is not None]
+    assert [(t.tile_n, t.num_warps, t.num_splits) for t in b1] == [(64, 4, 66)]
+    # B=64 keeps 4 warps unsplit by the rule; the candidate is narrow programs split in two
+    b64 = [c.tiling for c in sweep.attention[("decode", 64, 8192, 1)] if c.tiling is not None]
+    assert [(t.tile_n, t.num_warps, t.num_splits) for t in b64] == [(64, 2, 2)]
+    # fp16 dots over per-tensor fp8 are labelled, so the two fp8 paths are told apart in the CSV
     chunk = sweep.attention[("prefill", 1, 8192, 2048)]
-    # the rule before this one: 128 rows (32 positions × 4 heads) on 8 warps, 64-key tiles, 3 stages,
-    # query blocks in order; its row is labelled as launched in query order
-    before = [c for c in chunk if c.tiling is not None and c.tiling.block_m == 128 and c.fp8_fast_decode
-              and not c.tiling.longest_first]
-    assert len(before) == 1
-    t = before[0].tiling
-    assert (t.block_q, t.num_warps, t.tile_n, t.num_stages) == (32, 8, 64, 3)
-    assert before[0].backend("prefill") == "kvlab-triton-sweep-shortfirst"
-    # Triton's own fp8 conversion is labelled, so the two fp8 paths are told apart in the CSV
-    assert {c.backend("prefill") for c in chunk if not c.fp8_fast_decode} == {
-        "kvlab-triton-sweep-castdecode", "kvlab-triton-sweep-castdecode-shortfirst"}
+    assert [c.backend("prefill") for c in chunk] == ["kvlab-triton-sweep-f16dots"]
