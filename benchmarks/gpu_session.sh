@@ -5,7 +5,8 @@
 #
 #   benchmarks/gpu_session.sh [tests] [seeds] [sweep] [quick] [prefill] [bench] [profile]  (default: tests bench)
 #
-# SWEEP_ARGS adds options to the sweep (e.g. "--parts decode"); SEEDS_TIMEOUT bounds the seeds step.
+# SWEEP_ARGS adds options to the sweep (e.g. "--parts decode"); SEEDS, SEED_TESTS and SEEDS_TIMEOUT
+# set the seeds step (KVLAB_TEST_SEEDS, test files, time limit).
 # Each step's time limit can be set with TESTS_TIMEOUT, SWEEP_TIMEOUT, BENCH_TIMEOUT (seconds); the
 # benchmark CSVs are written row by row, so a step cut short keeps what it measured.
 #
@@ -40,7 +41,7 @@ for step in $steps; do
       # recompiled for each seed shows as distinct keys growing with the seeds (benchmarks/compile_log.py)
       rm -rf "$OUT/compiles"
       KVLAB_TEST_SEEDS=${SEEDS:-0-1} KVLAB_COMPILE_LOG="$OUT/compiles" timeout "${SEEDS_TIMEOUT:-120}" \
-        python3 -m pytest -p benchmarks.compile_log ${TESTS:-tests/kernels tests/lm/test_kernel_write_path.py} \
+        python3 -m pytest -p benchmarks.compile_log ${SEED_TESTS:-tests/kernels tests/lm/test_kernel_write_path.py} \
         -m gpu -q -n 8 -p no:cacheprovider --maxfail=20 --durations=12 2>&1 | tail -40 | tee "$OUT/seeds.log"
       python3 benchmarks/compile_log.py "$OUT/compiles" | tee -a "$OUT/seeds.log" ;;
     sweep)
