@@ -15,21 +15,22 @@ Case = tuple[str, int, int, int]
 class Candidate:
     """One launch variant of a sweep: a tiling (``None``: the rule's own) and the fp8 decoding path
     (``fp8_fast_decode=False``: Triton's own conversion instead of the bit moves;
-    ``fp8_half_dots=True``: per-tensor fp8 codes converted to fp16 and fp16 dots)."""
+    ``fp8_half_dots``: per-tensor fp8 codes converted to fp16 and fp16 dots, or not; ``None``: as
+    the rule has it)."""
 
     tiling: AttentionTiling | None
     fp8_fast_decode: bool = True
-    fp8_half_dots: bool = False
+    fp8_half_dots: bool | None = None
 
     def backend(self, kind: str) -> str:
         """The CSV's ``backend`` label: ``kvlab-triton-sweep``, with ``-castdecode`` for Triton's own fp8
-        conversion, ``-f16dots`` for fp16 dots over per-tensor fp8 and ``-shortfirst`` for a prefill
-        launched in query order (not longest first)."""
+        conversion, ``-f16dots`` / ``-bf16dots`` for per-tensor fp8 read through fp16 / bf16 dots
+        against the rule, and ``-shortfirst`` for a prefill launched in query order."""
         name = "kvlab-triton-sweep"
         if not self.fp8_fast_decode:
             name += "-castdecode"
-        if self.fp8_half_dots:
-            name += "-f16dots"
+        if self.fp8_half_dots is not None:
+            name += "-f16dots" if self.fp8_half_dots else "-bf16dots"
         if kind == "prefill" and self.tiling is not None and not self.tiling.longest_first:
             name += "-shortfirst"
         return name
@@ -65,10 +66,12 @@ def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
       the slots that 512 unsplit ones left half empty (26% slower in round 4). At L = 32K and
       B = 1, 16, also 32-key tiles on 1 warp (16 programs per multiprocessor; offline, they spill
       224 bytes per thread under the cap).
-    * Per-tensor fp8 with fp16 dots (prefill cases; decode at L = 32K, B = 1, 16, 64): the codes go
-      to fp16 by the hardware's paired conversion (``cvt.rn.f16x2.e4m3x2``, one instruction per two
-      codes; there is none to bf16) instead of the bit moves to bf16, the bf16 query is scaled into
-      fp16 by a power of two (exact) and ``p`` is rounded to fp16 (finer than bf16).
+    * Per-tensor fp8 with fp16 dots (the prefill rule, new in this version) against bf16 dots (the
+      previous rule) in the two prefill cases, and fp16 dots with 256 rows on 16 warps; fp16 dots as
+      a candidate in decode at L = 32K, B = 1, 16, 64. The codes go to fp16 by the hardware's paired
+      conversion (``cvt.rn.f16x2.e4m3x2``, one instruction per two codes; there is none to bf16)
+      instead of the bit moves to bf16, the bf16 query is scaled into fp16 by a power of two (exact)
+      and ``p`` is rounded to fp16 (finer than bf16).
 
     Earlier sweeps (tile sizes and split counts, prefill rows, warps, stages and launch order, fp8
     decoding, cache-write rows per program) settled the rest of the rule; their outcomes are in
@@ -97,14 +100,17 @@ def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
         return Candidate(AttentionTiling(block_m=rows, block_q=1, tile_n=tile_n, num_warps=4,
                                          num_stages=2, num_splits=splits, max_registers=regs))
 
-    half = Candidate(None, fp8_half_dots=True)
+    half, bf16_dots = Candidate(None, fp8_half_dots=True), Candidate(None, fp8_half_dots=False)
+    group = config.num_q_heads // config.num_kv_heads
+    wide_rows = Candidate(AttentionTiling(block_m=256, block_q=256 // group, tile_n=64, num_warps=16,
+                                          num_stages=3, longest_first=True), fp8_half_dots=True)
     attention: dict[Case, list[Candidate]] = {}
     # the cases of the open targets first (a sweep cut short by its time limit keeps what it measured)
     for b, L in [(16, 32768), (1, 32768), (64, 32768), (0, 0), (16, 8192), (1, 8192), (64, 8192),
                  (4, 8192), (32, 8192), (1, 1024), (16, 1024), (64, 1024)]:
         if b == 0:
-            attention[("prefill", 1, 8192, 2048)] = [half]
-            attention[("prefill", 1, 8192, 8192)] = [half]
+            attention[("prefill", 1, 8192, 2048)] = [bf16_dots, wide_rows]
+            attention[("prefill", 1, 8192, 8192)] = [bf16_dots, wide_rows]
             continue
         wide = b * config.num_kv_heads >= 2 * sms  # the rule keeps 4-warp programs, unsplit
         one_warp = [narrow(b, L, 1, 16)] if L == 32768 and b < 64 else []

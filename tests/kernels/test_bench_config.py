@@ -55,6 +55,9 @@ def test_sweep_times_the_previous_decode_rule_beside_narrow_programs():
     # B=64 keeps 4 warps unsplit by the rule; the candidate is narrow programs split in two
     b64 = [c.tiling for c in sweep.attention[("decode", 64, 8192, 1)] if c.tiling is not None]
     assert [(t.tile_n, t.num_warps, t.num_splits) for t in b64] == [(64, 2, 2)]
-    # fp16 dots over per-tensor fp8 are labelled, so the two fp8 paths are told apart in the CSV
+    # the prefill rule now reads per-tensor fp8 through fp16 dots; the previous bf16 dots are labelled,
+    # so the two fp8 paths are told apart in the CSV
     chunk = sweep.attention[("prefill", 1, 8192, 2048)]
-    assert [c.backend("prefill") for c in chunk] == ["kvlab-triton-sweep-f16dots"]
+    assert [c.backend("prefill") for c in chunk] == ["kvlab-triton-sweep-bf16dots",
+                                                     "kvlab-triton-sweep-f16dots"]
+    assert chunk[0].tiling is None and (chunk[1].tiling.block_m, chunk[1].tiling.num_warps) == (256, 16)

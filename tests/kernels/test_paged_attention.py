@@ -257,15 +257,17 @@ def test_split_8bit_decode_in_narrow_programs(target, seed, scheme):
     assert relative_error(out, truth) <= tol
 
 
+@pytest.mark.parametrize("half", [None, True, False], ids=["rule", "fp16", "bf16"])
 @pytest.mark.parametrize("scheme", ["fp8_e4m3", "fp8_e5m2"])
-def test_fp16_dots_over_per_tensor_fp8(target, seed, scheme):
+def test_fp16_dots_over_per_tensor_fp8(target, seed, scheme, half):
     """Per-tensor fp8 read through fp16 dots (codes to fp16, bf16 query scaled into fp16 by a power of
-    two, ``p`` rounded to fp16): a prefill chunk and decodes, against both references. ``p`` in fp16
-    is finer than in bf16, so the bf16 kernel tolerance holds."""
+    two, ``p`` rounded to fp16; the prefill rule) or bf16 dots: a prefill chunk and decodes, against
+    both references. ``p`` in fp16 is finer than in bf16, so the bf16 kernel tolerance holds."""
     qlens, slens = ([1, 300, 1], [3000, 1200, 77]) if target.large else ([1, 9, 1], [40, 30, 5])
     ex = _example(target, seed, qlens, slens, hq=8, hkv=2, d=128, scheme=scheme)
     out = poisoned(ex.query.shape, ex.query.dtype, target.device)
-    call = prepare_paged_attention(ex.query, ex.cache, ex.batch, out=out, fp8_half_dots=True)
+    call = prepare_paged_attention(ex.query, ex.cache, ex.batch, out=out, fp8_half_dots=half)
+    assert str(call._launch.consts["DOT_DTYPE"]) == ("bf16" if half is False else "fp16")
     call.run()
     assert torch.isfinite(out).all()
     ref = paged_attention_reference(ex.query, ex.cache, ex.batch)
