@@ -43,7 +43,8 @@ for step in $steps; do
       KVLAB_TEST_SEEDS=${SEEDS:-0-1} KVLAB_COMPILE_LOG="$OUT/compiles" timeout "${SEEDS_TIMEOUT:-120}" \
         python3 -m pytest -p benchmarks.compile_log ${SEED_TESTS:-tests/kernels tests/lm/test_kernel_write_path.py} \
         -m gpu -q -n 8 -p no:cacheprovider --maxfail=20 --durations=12 2>&1 | tail -40 | tee "$OUT/seeds.log"
-      python3 benchmarks/compile_log.py "$OUT/compiles" | tee -a "$OUT/seeds.log" ;;
+      python3 benchmarks/compile_log.py "$OUT/compiles" | tee -a "$OUT/seeds.log"
+      cat "$OUT"/compiles/*.tsv > "$OUT/compiles.tsv" 2>/dev/null; rm -rf "$OUT/compiles" ;;
     sweep)
       # candidates of kvlab/bench/sweeps.py beside the automatic choice, same run
       timeout "${SWEEP_TIMEOUT:-180}" python3 -m kvlab.bench --sweep ${SWEEP_ARGS:-} --out "$OUT" 2>&1 | tr '\r' '\n' \
