@@ -37,8 +37,7 @@ dtype, ``r(K̂ · k_scale)``, which adds one rounding that the factoring avoids.
 
 **Query and cache in different 16-bit types.** An fp16 cache read by bf16 queries runs fp16 dots: the
 query is scaled by a power of two into fp16's range, exactly, and the power goes back into the
-softmax scale (see ``_dot_types``). A prefill over a per-tensor fp8 cache does the same, because
-the GPU converts fp8 to fp16 in one instruction per pair of codes and has none to bf16.
+softmax scale (see ``_dot_types``).
 
 **Online softmax** in fp32, base 2 (``exp2`` with ``log2 e`` folded into the scale), with the
 usual guard for rows that have seen no key yet (their max is −inf; subtracting it would give NaN).
@@ -100,12 +99,13 @@ def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache, fp8_half_dots: boo
     * A bf16 cache read by fp16 queries: fp16 values do not fit bf16 exactly, so the dots run as
       tf32 on fp32 operands (every bf16 and fp16 value is exact in tf32), with ``p`` rounded to the
       query dtype first. Slower; models keep their cache in their own dtype.
-    * A per-tensor fp8 cache read by bf16 queries with ``fp8_half_dots`` (the prefill rule): both
-      dots run in fp16, as for an fp16 cache. The hardware turns two fp8 codes into fp16 in one
-      instruction (``cvt.rn.f16x2.e4m3x2``); there is none to bf16, where the kernel moves bits
-      (:func:`kvlab.kernels.numerics.fp8_to_bf16`, five instructions per pair). Every code is exact
-      in fp16, and ``p`` (in [0, 1], the scale is applied to the output) is rounded more finely.
-      Per-token-head fp8 keeps bf16: its ``p`` carries the V scale and could leave fp16's range.
+    * A per-tensor fp8 cache read by bf16 queries with ``fp8_half_dots`` (a benchmark variant, off by
+      default): both dots run in fp16, as for an fp16 cache. The hardware turns two fp8 codes into
+      fp16 in one instruction (``cvt.rn.f16x2.e4m3x2``); there is none to bf16, where the kernel
+      moves bits (:func:`kvlab.kernels.numerics.fp8_to_bf16`). Every code is exact in fp16 and ``p``
+      (in [0, 1]; the scale is applied to the output) is rounded more finely. Measured slower on an
+      H100 (benchmarks/kernel_notes.md, v19): prefill chunk 878 against 805 µs with bf16 dots;
+      offline, 230 registers per thread against 186 (the query's scaling into fp16's range).
     * An fp32 query or fp32 cache: fp32 dots with IEEE products (slow, for checking only).
     """
     storage = cache.scheme.storage_dtype
@@ -154,15 +154,15 @@ def prepare_paged_attention(
     num_splits: int | None = None,
     tiling: AttentionTiling | None = None,
     fp8_fast_decode: bool = True,
-    fp8_half_dots: bool | None = None,
+    fp8_half_dots: bool = False,
 ) -> PagedAttentionCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
     ``tiling`` overrides the launch shape (benchmark sweeps); its ``num_splits`` wins over
     ``num_splits``. ``fp8_fast_decode=False`` makes compiled fp8 → bf16 decoding use Triton's own
     conversion instead of :func:`kvlab.kernels.numerics.fp8_to_bf16` (for comparing the two).
-    ``fp8_half_dots`` runs the dots of a per-tensor fp8 cache read by bf16 queries in fp16 (see
-    ``_dot_types``); ``None`` = the rule: in prefill, not in decode (benchmarks/kernel_notes.md, v18).
+    ``fp8_half_dots=True`` runs the dots of a per-tensor fp8 cache read by bf16 queries in fp16 (see
+    ``_dot_types``; measured slower, kept for comparing the two).
     """
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -193,8 +193,6 @@ def prepare_paged_attention(
     qk_scale, out_scale = sigma, 1.0
     if mode == QuantMode.FP8_PER_TENSOR:
         qk_scale, out_scale = sigma * cache.k_scale, cache.v_scale
-    if fp8_half_dots is None:
-        fp8_half_dots = not decode_only
     dot_dtype, p_dtype, precision = _dot_types(query.dtype, cache, fp8_half_dots)
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits

@@ -19,9 +19,7 @@ The two questions a launch must answer:
   Otherwise the key tile is first halved (down to 32 keys) while the batch holds fewer than ``P``
   tiles in all, so that a short sequence still has work for every multiprocessor; then each
   program's key range is cut into ``min(P / (B × Hkv), its tiles, 128)`` segments: one wave of
-  ``P`` programs, each streaming an equal share. A split 8-bit grid runs narrow programs (64-key
-  tiles on 2 warps, ``k`` = 8): the same warps per multiprocessor as four 4-warp programs, in twice
-  as many independent streams.
+  ``P`` programs, each streaming an equal share.
 * **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; over a
   16-bit cache at head size 128, 256 rows on 16 warps. Query blocks are launched last-first: under
   causal attention the last blocks see the most keys, and launched first they no longer finish
@@ -66,6 +64,13 @@ MAX_HEAD_SIZE: int = 512
 #: keys of bf16 at head size 128. Measured on an H100 (benchmarks/kernel_notes.md): for int8 at
 #: B=64, L=32768, 128-key tiles ran in 1957 µs against 2624 µs for 64-key tiles.
 DECODE_TILE_BYTES: int = 16384
+# Not adopted: split 8-bit grids in narrow programs (64-key tiles on 2 warps, eight per
+# multiprocessor, the same warps as four 4-warp programs). Measured on an H100 beside this rule
+# (benchmarks/kernel_notes.md, v18): int8 per-token-head 3-4% faster at B=16 and 32 with L >= 8192
+# (B=16, L=32768: 459 against 479 µs), per-tensor fp8 between 1% faster and 1.3% slower there, and
+# slower with few sequences (B=1, L=32768: 45.7 against 41.7 µs; B=4, L=8192: up to 8%) and at
+# B=64 split in two (1737 against 1629 µs).
+
 #: Pipeline depth of the decode key loop. With the block ids fetched one tile ahead, 2 stages keep one
 #: K/V buffer (42 KB of shared memory for int8, 128-key tiles), so five programs fit on a
 #: multiprocessor; 3 stages double-buffer (76 KB, three programs) and measured slower (2120 µs).
@@ -79,14 +84,6 @@ PREFILL_BLOCK_M: int = 128
 #: cache in 1368 µs against 1527 µs. 8-bit caches keep 128 rows: with 256, per-tensor fp8 ran 6%
 #: slower (861 against 810 µs on the chunk) and int8 per-token-head gained only 1% (1001 / 1014 µs).
 PREFILL_BLOCK_M_16BIT_HEAD128: int = 256
-#: Split 8-bit decode grids run narrow programs: 64-key tiles on 2 warps (22 KB of shared memory,
-#: 128 registers under the cap), eight per multiprocessor instead of four of 4 warps: the same warps,
-#: twice the independent copy streams. Measured on an H100 (benchmarks/kernel_notes.md, v17): int8,
-#: B=16, L=32768, 8 segments of narrow programs 458 µs against 488 µs for 4 of 4 warps; unsplit at
-#: B=64 (512 programs, half the slots) 26% slower, so full grids keep 4 warps.
-NARROW_DECODE_TILE_N: int = 64
-NARROW_DECODE_WARPS: int = 2
-SPLIT_PROGRAMS_PER_SM_NARROW: int = 8
 #: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
 #: (128-key tiles) 210 registers per thread, so only two 4-warp programs fit on a multiprocessor
 #: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
@@ -230,9 +227,6 @@ def choose_tiling(
         cap = False
     programs = query_block_count(num_tokens, num_seqs, block_q, decode) * num_kv_heads
     per_sm = SPLIT_PROGRAMS_PER_SM_CAPPED if cap else SPLIT_PROGRAMS_PER_SM
-    if cap and num_splits is None and num_sms is not None and programs < NO_SPLIT_PROGRAMS_PER_SM * num_sms:
-        # a split 8-bit decode grid: narrow programs, twice as many per multiprocessor
-        tile_n, warps, per_sm = NARROW_DECODE_TILE_N, NARROW_DECODE_WARPS, SPLIT_PROGRAMS_PER_SM_NARROW
     if decode and num_splits is None and num_sms is not None:
         # a batch with fewer key tiles than the GPU wants programs gets smaller tiles first
         want = per_sm * num_sms
@@ -240,11 +234,9 @@ def choose_tiling(
             tile_n //= 2
     if num_splits is None:
         num_splits = choose_num_splits(programs, cdiv(max(max_seq_len, 1), tile_n), num_sms, per_sm)
-    # The register cap pays only when more warps than fit uncapped (two 4-warp programs per
-    # multiprocessor) want to run at once (measured: int8, B=1 at 33 segments, 264 programs, was
-    # slower capped, 53.1 µs against 47.6 µs).
-    crowded = (num_sms is not None
-               and programs * num_splits * warps > NO_SPLIT_PROGRAMS_PER_SM * 4 * num_sms)
+    # The register cap pays only when more programs than fit uncapped want to run at once (measured:
+    # int8, B=1 at 33 segments, 264 programs, was slower capped, 53.1 µs against 47.6 µs).
+    crowded = num_sms is not None and programs * num_splits > NO_SPLIT_PROGRAMS_PER_SM * num_sms
     max_registers = DECODE_MAX_REGISTERS_8BIT if cap and crowded else None
     return AttentionTiling(block_m=block_m, block_q=block_q, tile_n=tile_n, num_warps=warps,
                            num_stages=stages, num_splits=num_splits, max_registers=max_registers,

@@ -63,7 +63,7 @@ def _shape_numbers(config: BenchConfig, case: AttentionCase, scheme: str) -> tup
 
 def measure_kvlab_attention(config: BenchConfig, ctx: RunContext, case: AttentionCase, scheme: str, *,
                             kind: str, tiling=None, fp8_fast_decode: bool = True,
-                            fp8_half_dots: bool | None = None, paged_sets=None) -> BenchRow:
+                            fp8_half_dots: bool = False, paged_sets=None) -> BenchRow:
     """Time kvlab's paged attention for one scheme on one case (inputs rotated past the L2)."""
     from kvlab.kernels.attention import prepare_paged_attention
 

@@ -112,13 +112,12 @@ def run_sweep(config: BenchConfig, sweep: Sweep, ctx: RunContext | None = None,
                 for cand in (None, *candidates):
                     if cand is not None and not cand.fp8_fast_decode and "fp8" not in scheme:
                         continue  # the fp8 decoding path only matters to fp8 caches
-                    if cand is not None and cand.fp8_half_dots is not None and scheme not in (
-                            "fp8_e4m3", "fp8_e5m2"):
+                    if cand is not None and cand.fp8_half_dots and scheme not in ("fp8_e4m3", "fp8_e5m2"):
                         continue  # fp16 dots are a per-tensor fp8 option
                     row = measure_kvlab_attention(
                         config, ctx, case, scheme, kind=kind, tiling=cand and cand.tiling,
                         fp8_fast_decode=cand is None or cand.fp8_fast_decode,
-                        fp8_half_dots=cand and cand.fp8_half_dots, paged_sets=sets)
+                        fp8_half_dots=cand is not None and cand.fp8_half_dots, paged_sets=sets)
                     if cand is not None:
                         row.backend = cand.backend(kind)
                     rows.append(row)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvlab.bench.config import BenchConfig
-from kvlab.kernels.launch_config import MAX_SPLITS, AttentionTiling, choose_num_splits, next_pow2
+from kvlab.kernels.launch_config import MAX_SPLITS, AttentionTiling, next_pow2
 
 #: ``(kind, batch, context, query_len)`` of an attention case.
 Case = tuple[str, int, int, int]
@@ -15,22 +15,21 @@ Case = tuple[str, int, int, int]
 class Candidate:
     """One launch variant of a sweep: a tiling (``None``: the rule's own) and the fp8 decoding path
     (``fp8_fast_decode=False``: Triton's own conversion instead of the bit moves;
-    ``fp8_half_dots``: per-tensor fp8 codes converted to fp16 and fp16 dots, or not; ``None``: as
-    the rule has it)."""
+    ``fp8_half_dots=True``: per-tensor fp8 codes converted to fp16 and fp16 dots)."""
 
     tiling: AttentionTiling | None
     fp8_fast_decode: bool = True
-    fp8_half_dots: bool | None = None
+    fp8_half_dots: bool = False
 
     def backend(self, kind: str) -> str:
         """The CSV's ``backend`` label: ``kvlab-triton-sweep``, with ``-castdecode`` for Triton's own fp8
-        conversion, ``-f16dots`` / ``-bf16dots`` for per-tensor fp8 read through fp16 / bf16 dots
-        against the rule, and ``-shortfirst`` for a prefill launched in query order."""
+        conversion, ``-f16dots`` for per-tensor fp8 read through fp16 dots and ``-shortfirst`` for a
+        prefill launched in query order (not longest first)."""
         name = "kvlab-triton-sweep"
         if not self.fp8_fast_decode:
             name += "-castdecode"
-        if self.fp8_half_dots is not None:
-            name += "-f16dots" if self.fp8_half_dots else "-bf16dots"
+        if self.fp8_half_dots:
+            name += "-f16dots"
         if kind == "prefill" and self.tiling is not None and not self.tiling.longest_first:
             name += "-shortfirst"
         return name
@@ -59,20 +58,19 @@ class Sweep:
 def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
     """The candidates behind the open launch questions of :mod:`kvlab.kernels.launch_config`.
 
-    * 8-bit decode, narrow programs (the rule's 64-key tiles on 2 warps for split grids, new in
-      this version) beside the previous rule (128-key tiles on 4 warps, four programs per
-      multiprocessor under the register cap), at B = 1, 16, 64 over L = 1K, 8K, 32K and at B = 4,
-      32 over 8K. At B=64 (unsplit, 4 warps by the rule) narrow programs split in two, which fill
-      the slots that 512 unsplit ones left half empty (26% slower in round 4). At L = 32K and
-      B = 1, 16, also 32-key tiles on 1 warp (16 programs per multiprocessor; offline, they spill
-      224 bytes per thread under the cap).
-    * Per-tensor fp8 with fp16 dots (the prefill rule, new in this version) against bf16 dots (the
-      previous rule) in the two prefill cases, and fp16 dots with 256 rows on 16 warps; fp16 dots as
-      a candidate in decode at L = 32K, B = 1, 16, 64. The codes go to fp16 by the hardware's paired
-      conversion (``cvt.rn.f16x2.e4m3x2``, one instruction per two codes; there is none to bf16)
-      instead of the bit moves to bf16, the bf16 query is scaled into fp16 by a power of two (exact)
-      and ``p`` is rounded to fp16 (finer than bf16).
+    * 8-bit decode in narrow programs: 64-key tiles on 2 warps, split so that the grid holds 8
+      programs per multiprocessor (the same 16 warps as the rule's four 4-warp programs, in twice
+      the independent streams), at B = 1, 16, 64 over L = 1K, 8K, 32K and at B = 4, 32 over 8K;
+      at B=64 that is two segments, which fill the slots that 512 unsplit narrow programs left half
+      empty (26% slower in round 4). At L = 32K and B = 1, 16 also 32-key tiles on 1 warp (16
+      programs per multiprocessor; offline they spill 224 bytes per thread under the cap).
+    * Per-tensor fp8 read through fp16 dots (``fp8_half_dots``): the codes go to fp16 by the
+      hardware's paired conversion (``cvt.rn.f16x2.e4m3x2``, one instruction per two codes; there is
+      none to bf16) instead of the bit moves to bf16, the bf16 query is scaled into fp16 by a power
+      of two (exact), ``p`` is rounded to fp16 (finer than bf16). Prefill (also with 256 rows on 16
+      warps) and decode at L = 32K, B = 1, 16, 64.
 
+    Outcomes of this sweep are v18 and v19 in ``benchmarks/kernel_notes.md``: neither was adopted.
     Earlier sweeps (tile sizes and split counts, prefill rows, warps, stages and launch order, fp8
     decoding, cache-write rows per program) settled the rest of the rule; their outcomes are in
     ``benchmarks/kernel_notes.md``.
@@ -89,18 +87,7 @@ def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
         return Candidate(AttentionTiling(block_m=rows, block_q=1, tile_n=tile_n, num_warps=warps,
                                          num_stages=2, num_splits=splits, max_registers=128))
 
-    def previous(batch, context):
-        """The rule before narrow programs: 128-key tiles on 4 warps (halved while the batch holds
-        fewer tiles than 4 programs per SM), 4 programs per SM, capped when over 2 per SM."""
-        programs, tile_n = batch * config.num_kv_heads, 128
-        while tile_n > 32 and programs * -(-context // tile_n) < 4 * sms:
-            tile_n //= 2
-        splits = choose_num_splits(programs, -(-context // tile_n), sms, 4)
-        regs = 128 if programs * splits > 2 * sms else None
-        return Candidate(AttentionTiling(block_m=rows, block_q=1, tile_n=tile_n, num_warps=4,
-                                         num_stages=2, num_splits=splits, max_registers=regs))
-
-    half, bf16_dots = Candidate(None, fp8_half_dots=True), Candidate(None, fp8_half_dots=False)
+    half = Candidate(None, fp8_half_dots=True)
     group = config.num_q_heads // config.num_kv_heads
     wide_rows = Candidate(AttentionTiling(block_m=256, block_q=256 // group, tile_n=64, num_warps=16,
                                           num_stages=3, longest_first=True), fp8_half_dots=True)
@@ -109,12 +96,10 @@ def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
     for b, L in [(16, 32768), (1, 32768), (64, 32768), (0, 0), (16, 8192), (1, 8192), (64, 8192),
                  (4, 8192), (32, 8192), (1, 1024), (16, 1024), (64, 1024)]:
         if b == 0:
-            attention[("prefill", 1, 8192, 2048)] = [bf16_dots, wide_rows]
-            attention[("prefill", 1, 8192, 8192)] = [bf16_dots, wide_rows]
+            attention[("prefill", 1, 8192, 2048)] = [half, wide_rows]
+            attention[("prefill", 1, 8192, 8192)] = [half, wide_rows]
             continue
-        wide = b * config.num_kv_heads >= 2 * sms  # the rule keeps 4-warp programs, unsplit
         one_warp = [narrow(b, L, 1, 16)] if L == 32768 and b < 64 else []
-        attention[("decode", b, L, 1)] = ([narrow(b, L, 2, 8)] if wide else [previous(b, L)]) + one_warp + (
-            [half] if L == 32768 else [])
+        attention[("decode", b, L, 1)] = [narrow(b, L, 2, 8)] + one_warp + ([half] if L == 32768 else [])
     return Sweep(attention, {}, decode_schemes=("int8_per_token_head", "fp8_e4m3"),
                  prefill_schemes=("bfloat16", "fp8_e4m3", "fp8_e5m2"))

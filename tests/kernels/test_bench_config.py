@@ -39,25 +39,21 @@ def test_parts_pick_the_cases():
         _parse("--parts", "prefil")
 
 
-def test_sweep_times_the_previous_decode_rule_beside_narrow_programs():
+def test_sweep_times_narrow_programs_and_fp16_dots_beside_the_rule():
     from kvlab.bench.sweeps import default_sweep
 
     sweep = default_sweep(BenchConfig(), num_sms=132)
-    # B=16, L=32768, 8-bit: the rule now runs narrow programs (64 keys, 2 warps, 8 segments); the
-    # sweep times the previous rule beside it: 128-key tiles on 4 warps, 4 segments (512 programs,
-    # four per multiprocessor), under the register cap
+    # B=16, L=32768: narrow programs (64 keys, 2 warps) split 8 ways fill 8 × 132 = 1056 slots with
+    # 1024 programs; 1-warp programs (32 keys) 16 ways; then fp16 dots with the rule's tiling
     b16 = sweep.attention[("decode", 16, 32768, 1)]
-    previous = [c.tiling for c in b16 if c.tiling is not None and c.tiling.num_warps == 4]
-    assert [(t.tile_n, t.num_splits, t.max_registers) for t in previous] == [(128, 4, 128)]
-    # one sequence of 8,192 tokens: 64-key tiles (8 programs × 64 tiles < 528), 66 segments
-    b1 = [c.tiling for c in sweep.attention[("decode", 1, 8192, 1)] if c.tiling is not None]
-    assert [(t.tile_n, t.num_warps, t.num_splits) for t in b1] == [(64, 4, 66)]
-    # B=64 keeps 4 warps unsplit by the rule; the candidate is narrow programs split in two
-    b64 = [c.tiling for c in sweep.attention[("decode", 64, 8192, 1)] if c.tiling is not None]
-    assert [(t.tile_n, t.num_warps, t.num_splits) for t in b64] == [(64, 2, 2)]
-    # the prefill rule now reads per-tensor fp8 through fp16 dots; the previous bf16 dots are labelled,
-    # so the two fp8 paths are told apart in the CSV
+    assert [(c.tiling.tile_n, c.tiling.num_warps, c.tiling.num_splits, c.tiling.max_registers)
+            for c in b16[:2]] == [(64, 2, 8, 128), (32, 1, 16, 128)]
+    assert b16[2].tiling is None and b16[2].backend("decode") == "kvlab-triton-sweep-f16dots"
+    # B=64 (512 programs): narrow programs in two segments; one sequence of 8,192 tokens: 128 segments
+    (b64,) = sweep.attention[("decode", 64, 8192, 1)]
+    (b1,) = sweep.attention[("decode", 1, 8192, 1)]
+    assert (b64.tiling.num_splits, b1.tiling.num_splits) == (2, 128)
+    # prefill: fp16 dots with the rule's tiling, and with 256 rows on 16 warps
     chunk = sweep.attention[("prefill", 1, 8192, 2048)]
-    assert [c.backend("prefill") for c in chunk] == ["kvlab-triton-sweep-bf16dots",
-                                                     "kvlab-triton-sweep-f16dots"]
+    assert [c.backend("prefill") for c in chunk] == ["kvlab-triton-sweep-f16dots"] * 2
     assert chunk[0].tiling is None and (chunk[1].tiling.block_m, chunk[1].tiling.num_warps) == (256, 16)
