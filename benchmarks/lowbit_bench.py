@@ -46,8 +46,15 @@ CASES = (("decode", 1, 32768, 1), ("decode", 64, 32768, 1), ("prefill", 1, 8192,
 #: options; the first ({}: the launch rule's own choice) is the default that lowbit_<device>.csv reports.
 #: ``max_registers=255`` is no cap (the hardware's limit).
 VARIANTS = {
-    ("decode", 64, "kivi"): ({}, dict(num_splits=1), dict(num_splits=2), dict(num_splits=4),
-                             dict(num_splits=2, max_registers=255)),
+    ("decode", 64, "int4"): ({}, dict(max_registers=168), dict(tile_n=64), dict(num_stages=3)),
+    ("decode", 64, "kivi"): ({}, dict(num_splits=1), dict(tiles_per_step=2),
+                             dict(tiles_per_step=1, max_registers=128, num_splits=1),
+                             dict(tiles_per_step=1, max_registers=168, num_splits=1),
+                             dict(tiles_per_step=2, max_registers=255)),
+    ("decode", 1, "int4"): ({}, dict(num_stages=3), dict(num_splits=66), dict(tile_n=64, num_splits=66)),
+    ("decode", 1, "kivi"): ({}, dict(num_stages=3), dict(num_splits=132), dict(num_splits=33)),
+    ("prefill", 1, "int4"): ({}, dict(num_warps=8)),
+    ("prefill", 1, "kivi"): ({}, dict(num_warps=8)),
 }
 
 

@@ -37,7 +37,7 @@ def test_allocate_dispatches_and_poisons():
     cache = PagedKVCache.allocate("kivi2", 4, 16, 2, 64)
     assert isinstance(cache, LowBitPagedCache)
     assert cache.key_codes.shape == (4, 16, 2, 16) and cache.key_scale.shape == (4, 2, 64)
-    assert cache.value_scale.shape == (4, 16, 2, 2)
+    assert cache.value_scale.shape == (4, 2, 2, 16)  # token-minor values
     k, v = cache.gather(torch.tensor([1, 2]), 20)
     assert torch.isnan(k).all() and torch.isnan(v).all()
 
