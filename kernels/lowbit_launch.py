@@ -25,6 +25,8 @@ from kvlab.kernels.launch_config import choose_num_splits
 DECODE_TILE_INT4: int = 128
 DECODE_TILE_KIVI: int = 64
 PREFILL_TILE: int = 64
+#: query rows (positions × GQA group) of one prefill program: each K/V tile is dequantized once for them
+PREFILL_ROWS: int = 64
 INTERPRETER_TILE: int = 16
 STAGES: int = 2
 WARPS: int = 4
@@ -33,8 +35,8 @@ DECODE_MAX_REGISTERS_KIVI: int = 168
 #: programs of the KIVI decode kernel that one multiprocessor holds under its register cap
 #: (65,536 registers / (168 × 128 threads) = 3)
 KIVI_RESIDENT_PROGRAMS: int = 3
-DECODE_STEP_KIVI: int = 4
-KIVI_SPLIT_PROGRAMS_PER_SM: int = 4
+DECODE_STEP_KIVI: int = 2
+KIVI_SPLIT_PROGRAMS_PER_SM: int = 2
 MAX_WAVE_SPLITS: int = 4
 #: loop steps each split-K segment keeps at least, when splitting only to fill whole waves
 MIN_STEPS_PER_WAVE_SPLIT: int = 4

@@ -26,13 +26,13 @@ def _launch(kivi, batch, *, prefill=False, seq_len=32768, **given):
 def test_full_decode_grids():
     # B=64 x 8 KV heads = 512 programs: int4 one 128-key tile a step, capped for 4 programs per SM
     assert _launch(False, 64) == LowBitLaunch(128, 1, 1, 128)
-    # KIVI: 64-key tiles, 4 a step (32768 / 256 = 128 steps), capped at 168, 3 segments (above)
-    assert _launch(True, 64) == LowBitLaunch(64, 4, 3, 168)
+    # KIVI: 64-key tiles, 2 a step (32768 / 128 = 256 steps), capped at 168, 3 segments (above)
+    assert _launch(True, 64) == LowBitLaunch(64, 2, 3, 168)
 
 
 def test_short_decode_grids_split_without_step_or_cap():
-    # B=1: 8 programs; KIVI aims at 4 programs x 132 SMs = 528 -> 66 segments; int4 at 264 -> 33
-    assert _launch(True, 1) == LowBitLaunch(64, 1, 66, None)
+    # B=1: 8 programs; both aim at 2 programs x 132 SMs = 264 -> 33 segments
+    assert _launch(True, 1) == LowBitLaunch(64, 1, 33, None)
     assert _launch(False, 1) == LowBitLaunch(128, 1, 33, None)
 
 
