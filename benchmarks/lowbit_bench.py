@@ -46,14 +46,13 @@ CASES = (("decode", 1, 32768, 1), ("decode", 64, 32768, 1), ("prefill", 1, 8192,
 #: options; the first ({}: the launch rule's own choice) is the default that lowbit_<device>.csv reports.
 #: ``max_registers=255`` is no cap (the hardware's limit).
 VARIANTS = {
-    ("decode", 1, "int4"): ({}, dict(num_warps=8), dict(num_warps=2, tile_n=64, num_splits=66)),
-    ("decode", 1, "kivi"): ({}, dict(num_splits=66), dict(num_warps=2, max_registers=255)),
-    ("decode", 64, "int4"): ({}, dict(num_warps=8), dict(num_warps=2, tile_n=64)),
-    ("decode", 64, "kivi"): ({}, dict(tiles_per_step=4),
-                             dict(num_warps=2, tiles_per_step=1, max_registers=255, num_splits=1),
-                             dict(num_warps=8, tiles_per_step=1, max_registers=128, num_splits=1)),
+    ("decode", 1, "int4"): ({}, dict(num_warps=4, tile_n=128, num_splits=33)),
+    ("decode", 1, "kivi"): ({}, dict(num_splits=66)),
+    ("decode", 64, "int4"): ({}, dict(num_warps=2, tile_n=64)),
+    ("decode", 64, "kivi"): ({}, dict(num_warps=4, tiles_per_step=2, max_registers=168, num_splits=3),
+                             dict(num_warps=2, tiles_per_step=2)),
     ("prefill", 1, "int4"): ({}, dict(prefill_rows=128, num_warps=8)),
-    ("prefill", 1, "kivi"): ({}, dict(prefill_rows=128, num_warps=8)),
+    ("prefill", 1, "kivi"): ({}, dict(prefill_rows=64, num_warps=4), dict(prefill_rows=128, num_warps=8)),
 }
 
 
@@ -149,7 +148,8 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES) -> None:
                                max_registers=cap,
                                backend=("kvlab-triton" if i == 0 else "kvlab-triton-sweep")
                                + ("-byte-unpack" if variants[i].get("fast_unpack") is False else "")
-                               + (f"-{step}-tiles-per-step" if step > 1 else ""),
+                               + (f"-{step}-tiles-per-step" if step > 1 else "")
+                               + (f"-{calls[0].block_m}-rows" if kind == "prefill" and scheme != "bfloat16" else ""),
                                triton=triton.__version__, torch=torch.__version__)
                 (rows if i == 0 else sweep).append(row)
                 print(format_table([row]).splitlines()[-1], variants[i] or "default", flush=True)
@@ -186,8 +186,9 @@ def target_rows(rows: list[BenchRow], swept: list[BenchRow] | None = None) -> li
 
     def shape(r: BenchRow) -> str:
         step = r.backend.split("-")[-4] if r.backend.endswith("-tiles-per-step") else "1"
+        prefill_rows = f", {r.backend.split('-')[-2]} rows" if r.backend.endswith("-rows") else ""
         return (f"tile {r.tile_n} x {step} a step, {r.num_warps} warps, {r.num_stages} stages, "
-                f"{r.num_splits} splits, cap {r.max_registers}")
+                f"{r.num_splits} splits, cap {r.max_registers}{prefill_rows}")
 
     for scheme in SCHEMES[1:]:
         d64, b64 = by[("decode", 64, scheme)], by[("decode", 64, "bfloat16")]
