@@ -3,8 +3,10 @@
 # then `kvlab bench` (the tuning sweep and/or the full grid). Logs and CSVs go to the folder named by
 # the OUT environment variable (default ./gpu_out).
 #
-#   benchmarks/gpu_session.sh [tests] [sweep] [quick] [prefill] [bench] [profile]      (default: tests bench)
+#   benchmarks/gpu_session.sh [tests] [seeds] [sweep] [quick] [prefill] [bench] [profile]  (default: tests bench)
 #
+# SWEEP_ARGS adds options to the sweep (e.g. "--parts decode"); SEEDS, SEED_TESTS and SEEDS_TIMEOUT
+# set the seeds step (KVLAB_TEST_SEEDS, test files, time limit).
 # Each step's time limit can be set with TESTS_TIMEOUT, SWEEP_TIMEOUT, BENCH_TIMEOUT (seconds); the
 # benchmark CSVs are written row by row, so a step cut short keeps what it measured.
 #
@@ -34,9 +36,18 @@ for step in $steps; do
       # TESTS narrows the files (default: every kernel test)
       timeout "${TESTS_TIMEOUT:-100}" python3 -m pytest ${TESTS:-tests/kernels} -m gpu -q --maxfail=20 -n 8 -p no:cacheprovider \
         2>&1 | tail -40 | tee "$OUT/gpu_tests.log" ;;
+    seeds)
+      # the GPU tests over SEEDS (default 0-1) with every Triton compilation logged: a kernel
+      # recompiled for each seed shows as distinct keys growing with the seeds (benchmarks/compile_log.py)
+      rm -rf "$OUT/compiles"
+      KVLAB_TEST_SEEDS=${SEEDS:-0-1} KVLAB_COMPILE_LOG="$OUT/compiles" timeout "${SEEDS_TIMEOUT:-120}" \
+        python3 -m pytest -p benchmarks.compile_log ${SEED_TESTS:-tests/kernels tests/lm/test_kernel_write_path.py} \
+        -m gpu -q -n 8 -p no:cacheprovider --maxfail=20 --durations=12 2>&1 | tail -40 | tee "$OUT/seeds.log"
+      python3 benchmarks/compile_log.py "$OUT/compiles" | tee -a "$OUT/seeds.log"
+      cat "$OUT"/compiles/*.tsv > "$OUT/compiles.tsv" 2>/dev/null; rm -rf "$OUT/compiles" ;;
     sweep)
       # candidates of kvlab/bench/sweeps.py beside the automatic choice, same run
-      timeout "${SWEEP_TIMEOUT:-180}" python3 -m kvlab.bench --sweep --out "$OUT" 2>&1 | tr '\r' '\n' \
+      timeout "${SWEEP_TIMEOUT:-180}" python3 -m kvlab.bench --sweep ${SWEEP_ARGS:-} --out "$OUT" 2>&1 | tr '\r' '\n' \
         | grep -v '%|' | tee "$OUT/sweep.log" | grep '^sweep' | tail -60 ;;
     quick)
       timeout 200 python3 -m kvlab.bench --batches 1,64 --contexts 32768 \

@@ -86,7 +86,8 @@ from kvlab.quantization.schemes import QuantMode
 
 # -- host side --------------------------------------------------------------------------------------
 
-def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache) -> tuple[torch.dtype, torch.dtype, str]:
+def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache, fp8_half_dots: bool
+               ) -> tuple[torch.dtype, torch.dtype, str]:
     """``(dot operand dtype, dtype p is rounded to, tl.dot input precision)``.
 
     * int8/fp8 codes are exact in bf16 and fp16, and a 16-bit cache in the query's own dtype is
@@ -98,11 +99,20 @@ def _dot_types(query_dtype: torch.dtype, cache: PagedKVCache) -> tuple[torch.dty
     * A bf16 cache read by fp16 queries: fp16 values do not fit bf16 exactly, so the dots run as
       tf32 on fp32 operands (every bf16 and fp16 value is exact in tf32), with ``p`` rounded to the
       query dtype first. Slower; models keep their cache in their own dtype.
+    * A per-tensor fp8 cache read by bf16 queries with ``fp8_half_dots`` (a benchmark variant, off by
+      default): both dots run in fp16, as for an fp16 cache. The hardware turns two fp8 codes into
+      fp16 in one instruction (``cvt.rn.f16x2.e4m3x2``); there is none to bf16, where the kernel
+      moves bits (:func:`kvlab.kernels.numerics.fp8_to_bf16`). Every code is exact in fp16 and ``p``
+      (in [0, 1]; the scale is applied to the output) is rounded more finely. Measured slower on an
+      H100 (benchmarks/kernel_notes.md, v19): prefill chunk 878 against 805 µs with bf16 dots;
+      offline, 230 registers per thread against 186 (the query's scaling into fp16's range).
     * An fp32 query or fp32 cache: fp32 dots with IEEE products (slow, for checking only).
     """
     storage = cache.scheme.storage_dtype
     if query_dtype == torch.float32 or storage == torch.float32:
         return torch.float32, torch.float32, "ieee"
+    if fp8_half_dots and cache.scheme.mode == QuantMode.FP8_PER_TENSOR and query_dtype == torch.bfloat16:
+        return torch.float16, torch.float16, "tf32"
     if cache.scheme.is_quantized or storage == query_dtype:
         return query_dtype, query_dtype, "tf32"  # precision is ignored for 16-bit operands
     if storage == torch.float16:
@@ -144,12 +154,15 @@ def prepare_paged_attention(
     num_splits: int | None = None,
     tiling: AttentionTiling | None = None,
     fp8_fast_decode: bool = True,
+    fp8_half_dots: bool = False,
 ) -> PagedAttentionCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
     ``tiling`` overrides the launch shape (benchmark sweeps); its ``num_splits`` wins over
     ``num_splits``. ``fp8_fast_decode=False`` makes compiled fp8 → bf16 decoding use Triton's own
     conversion instead of :func:`kvlab.kernels.numerics.fp8_to_bf16` (for comparing the two).
+    ``fp8_half_dots=True`` runs the dots of a per-tensor fp8 cache read by bf16 queries in fp16 (see
+    ``_dot_types``; measured slower, kept for comparing the two).
     """
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -180,7 +193,7 @@ def prepare_paged_attention(
     qk_scale, out_scale = sigma, 1.0
     if mode == QuantMode.FP8_PER_TENSOR:
         qk_scale, out_scale = sigma * cache.k_scale, cache.v_scale
-    dot_dtype, p_dtype, precision = _dot_types(query.dtype, cache)
+    dot_dtype, p_dtype, precision = _dot_types(query.dtype, cache, fp8_half_dots)
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits
 
@@ -190,8 +203,8 @@ def prepare_paged_attention(
     v_scale_t = cache.value_scale if cache.value_scale is not None else cache.value
     fp8 = fp8_constexprs(sch.storage_dtype)
     is_fp8 = sch.storage_dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
-    fp8_asm = "" if INTERPRET or not is_fp8 or not fp8_fast_decode else fp8_to_bf16_asm(
-        fp8["MANT_BITS"], fp8["EXP_BIAS"])
+    bit_moves = is_fp8 and fp8_fast_decode and dot_dtype == torch.bfloat16 and not INTERPRET
+    fp8_asm = fp8_to_bf16_asm(fp8["MANT_BITS"], fp8["EXP_BIAS"]) if bit_moves else ""
     args = (
         out, part_acc, part_stat,
         query, cache.key, cache.value, k_scale_t, v_scale_t,

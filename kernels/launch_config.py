@@ -64,6 +64,13 @@ MAX_HEAD_SIZE: int = 512
 #: keys of bf16 at head size 128. Measured on an H100 (benchmarks/kernel_notes.md): for int8 at
 #: B=64, L=32768, 128-key tiles ran in 1957 µs against 2624 µs for 64-key tiles.
 DECODE_TILE_BYTES: int = 16384
+# Not adopted: split 8-bit grids in narrow programs (64-key tiles on 2 warps, eight per
+# multiprocessor, the same warps as four 4-warp programs). Measured on an H100 beside this rule
+# (benchmarks/kernel_notes.md, v18): int8 per-token-head 3-4% faster at B=16 and 32 with L >= 8192
+# (B=16, L=32768: 459 against 479 µs), per-tensor fp8 between 1% faster and 1.3% slower there, and
+# slower with few sequences (B=1, L=32768: 45.7 against 41.7 µs; B=4, L=8192: up to 8%) and at
+# B=64 split in two (1737 against 1629 µs).
+
 #: Pipeline depth of the decode key loop. With the block ids fetched one tile ahead, 2 stages keep one
 #: K/V buffer (42 KB of shared memory for int8, 128-key tiles), so five programs fit on a
 #: multiprocessor; 3 stages double-buffer (76 KB, three programs) and measured slower (2120 µs).

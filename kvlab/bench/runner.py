@@ -93,23 +93,31 @@ def run_sweep(config: BenchConfig, sweep: Sweep, ctx: RunContext | None = None,
 
     Attention candidates carry their tiling in the row's columns; write candidates their rows per
     program in ``tile_n``. The automatic choice is timed too (``backend = kvlab-triton``), so each
-    case shows the rule against its alternatives in one run.
+    case shows the rule against its alternatives in one run. Attention cases of a kind the config
+    leaves out (no decode batches, no prefill cases: ``kvlab bench --sweep --parts decode``) are
+    skipped.
     """
     ctx = ctx or gpu_context()
     rows = _Rows(on_row)
-    total = sum(len(c) + 1 for c in sweep.attention.values()) * len(config.schemes) + sum(
-        len(v) + 1 for v in sweep.write.values())
+    # the config's parts: a decode case needs decode batches in the config, a prefill case prefill cases
+    wanted = {"decode": bool(config.batches), "prefill": bool(config.prefill)}
+    cases = {case: c for case, c in sweep.attention.items() if wanted.get(case[0], True)}
+    total = sum((len(c) + 1) * len(sweep.schemes_for(case[0], config.schemes)) for case, c in cases.items())
+    total += sum(len(v) + 1 for v in sweep.write.values())
     with _progress(total, "kvlab sweep") as bar:
-        for (kind, batch, context, query_len), candidates in sweep.attention.items():
+        for (kind, batch, context, query_len), candidates in cases.items():
             case = attention_case(config, batch, context, query_len)
             for scheme in sweep.schemes_for(kind, config.schemes):
                 sets = paged(config, case, scheme)
                 for cand in (None, *candidates):
                     if cand is not None and not cand.fp8_fast_decode and "fp8" not in scheme:
                         continue  # the fp8 decoding path only matters to fp8 caches
+                    if cand is not None and cand.fp8_half_dots and scheme not in ("fp8_e4m3", "fp8_e5m2"):
+                        continue  # fp16 dots are a per-tensor fp8 option
                     row = measure_kvlab_attention(
                         config, ctx, case, scheme, kind=kind, tiling=cand and cand.tiling,
-                        fp8_fast_decode=cand is None or cand.fp8_fast_decode, paged_sets=sets)
+                        fp8_fast_decode=cand is None or cand.fp8_fast_decode,
+                        fp8_half_dots=cand is not None and cand.fp8_half_dots, paged_sets=sets)
                     if cand is not None:
                         row.backend = cand.backend(kind)
                     rows.append(row)

@@ -115,8 +115,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sweep:
         from kvlab.bench.sweeps import default_sweep
+        from kvlab.kernels.devices import multiprocessor_count
 
-        rows = run_sweep(config, default_sweep(config), ctx, on_row=save)
+        sweep = default_sweep(config, multiprocessor_count(torch.cuda.current_device()))
+        rows = run_sweep(config, sweep, ctx, on_row=save)
     else:
         rows = run_gpu_benchmark(config, ctx, on_row=save)
     write_csv(rows, path)

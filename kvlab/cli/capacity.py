@@ -6,14 +6,12 @@ import argparse
 import json
 
 from kvlab.cli.engine_args import add_engine_arguments, engine_config, print_table
+from kvlab.cli.timing_args import add_moe_kernel_argument, kv_memory_from_gpu
 from kvlab.hardware import GPU_NAMES
-from kvlab.models import get_model
 from kvlab.quantization import get_scheme
 from kvlab.serving import capacity
 from kvlab.serving.breakdown import request_bytes
 from kvlab.sizing.gpu_memory import WEIGHT_DTYPES, GPUMemoryEstimate
-from kvlab.sizing.weight_bytes import MOE_KERNELS
-from kvlab.timing import estimate_kv_cache_memory
 
 #: vLLM's default ``--gpu-memory-utilization`` (vllm/config/cache.py: ``gpu_memory_utilization = 0.9``).
 VLLM_DEFAULT_UTILIZATION = 0.9
@@ -28,18 +26,7 @@ def memory_from_gpu(args: argparse.Namespace) -> GPUMemoryEstimate | None:
         raise ValueError(f"--gpu-memory-utilization needs --gpu (one of {', '.join(GPU_NAMES)})")
     if args.gpu_memory_utilization is None:
         args.gpu_memory_utilization = VLLM_DEFAULT_UTILIZATION
-    est = estimate_kv_cache_memory(
-        args.gpu,
-        get_model(args.model),
-        args.weight_dtype,
-        args.gpu_memory_utilization,
-        args.tensor_parallel_size,
-        args.max_num_batched_tokens,
-        args.pipeline_parallel_size,
-        args.moe_kernel,
-    )
-    args.kv_cache_memory = est.kv_cache_bytes
-    return est
+    return kv_memory_from_gpu(args)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,12 +155,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--weight-dtype", default="bf16", choices=WEIGHT_DTYPES, help="weights' dtype (default bf16)"
     )
-    p.add_argument(
-        "--moe-kernel",
-        default="marlin",
-        choices=MOE_KERNELS,
-        help="with --gpu, for MXFP4 experts (gpt-oss): the vLLM MoE kernel whose padding the weights get "
-        "(marlin: vLLM <= 0.11 and GPUs without triton_kernels; triton: vLLM >= 0.12 on Hopper) "
-        "(default marlin)",
-    )
+    add_moe_kernel_argument(p)
     p.set_defaults(func=run)

@@ -11,11 +11,25 @@ from kvlab.models import get_model
 from kvlab.simulator import RunMetrics, SimulationResult, session_workload, with_poisson_arrivals
 from kvlab.simulator.workload import RequestSpec
 from kvlab.sizing.gpu_memory import WEIGHT_DTYPES, GPUMemoryEstimate
+from kvlab.sizing.weight_bytes import MOE_KERNELS
 from kvlab.timing import estimate_kv_cache_memory
 
 
+def add_moe_kernel_argument(p: argparse.ArgumentParser) -> None:
+    """Add ``--moe-kernel``: whose padding gpt-oss's MXFP4 experts get in the memory estimate."""
+    p.add_argument(
+        "--moe-kernel",
+        default="marlin",
+        choices=MOE_KERNELS,
+        help="with --gpu, for MXFP4 experts (gpt-oss): the vLLM MoE kernel whose padding the weights get "
+        "(marlin: vLLM <= 0.11 and GPUs without triton_kernels; triton: vLLM >= 0.12 on Hopper) "
+        "(default marlin)",
+    )
+
+
 def add_timing_arguments(p: argparse.ArgumentParser) -> None:
-    """Add ``--gpu``, ``--weight-dtype``, ``--gpu-memory-utilization``, arrivals and sessions."""
+    """Add ``--gpu``, ``--weight-dtype``, ``--gpu-memory-utilization``, ``--moe-kernel``, arrivals and
+    sessions."""
     p.add_argument(
         "--gpu",
         default=None,
@@ -31,6 +45,7 @@ def add_timing_arguments(p: argparse.ArgumentParser) -> None:
         help="derive the KV-cache memory from the GPU's memory: utilization × memory − weights − "
         "activations (an estimate; needs --gpu; replaces --kv-cache-memory)",
     )
+    add_moe_kernel_argument(p)
     p.add_argument("--max-concurrency", type=int, default=None, help="most requests in flight (closed loop)")
     p.add_argument(
         "--request-rate",
@@ -72,6 +87,8 @@ def kv_memory_from_gpu(args: argparse.Namespace) -> GPUMemoryEstimate | None:
         args.gpu_memory_utilization,
         args.tensor_parallel_size,
         args.max_num_batched_tokens,
+        args.pipeline_parallel_size,
+        args.moe_kernel,
     )
     args.kv_cache_memory = est.kv_cache_bytes
     return est

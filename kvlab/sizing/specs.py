@@ -23,7 +23,7 @@ from typing import ClassVar
 import torch
 
 from kvlab.quantization import get_scheme, page_size_bytes
-from kvlab.validation import require_positive_int
+from kvlab.validation import require_choice, require_positive_int
 
 #: The model dtypes ``kv_cache_dtype="auto"`` can resolve to.
 MODEL_DTYPES: tuple[str, ...] = ("bfloat16", "float16", "float32")
@@ -65,10 +65,7 @@ class AttentionSpec:
         if self.head_size_v is None:
             object.__setattr__(self, "head_size_v", self.head_size)
         require_positive_int(self.head_size_v, "head_size_v")
-        if self.model_dtype not in MODEL_DTYPES:
-            raise ValueError(
-                f"model_dtype must be one of {', '.join(MODEL_DTYPES)}; got {self.model_dtype!r}"
-            )
+        require_choice(self.model_dtype, MODEL_DTYPES, "model_dtype")
         get_scheme(self.kv_cache_dtype, getattr(torch, self.model_dtype))  # raises on unknown names
         if self.page_size_padded is not None and self.page_size_padded < self.real_page_size_bytes:
             raise ValueError(
@@ -125,6 +122,10 @@ class FullAttentionSpec(AttentionSpec):
     sliding_window: int | None = None
     attention_chunk_size: int | None = None
     dcp_world_size: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require_positive_int(self.dcp_world_size, "decode_context_parallel_size")
 
     def max_blocks_per_request(self, max_model_len: int, in_flight_tokens: int) -> int:
         """``cdiv(cdiv(L, dcp), B)``: each GPU of a DCP group holds its share of the tokens."""

@@ -39,19 +39,21 @@ def test_parts_pick_the_cases():
         _parse("--parts", "prefil")
 
 
-def test_sweep_times_the_previous_prefill_rule_beside_the_new_one():
+def test_sweep_times_narrow_programs_and_fp16_dots_beside_the_rule():
     from kvlab.bench.sweeps import default_sweep
 
-    sweep = default_sweep(BenchConfig())
+    sweep = default_sweep(BenchConfig(), num_sms=132)
+    # B=16, L=32768: narrow programs (64 keys, 2 warps) split 8 ways fill 8 × 132 = 1056 slots with
+    # 1024 programs; 1-warp programs (32 keys) 16 ways; then fp16 dots with the rule's tiling
+    b16 = sweep.attention[("decode", 16, 32768, 1)]
+    assert [(c.tiling.tile_n, c.tiling.num_warps, c.tiling.num_splits, c.tiling.max_registers)
+            for c in b16[:2]] == [(64, 2, 8, 128), (32, 1, 16, 128)]
+    assert b16[2].tiling is None and b16[2].backend("decode") == "kvlab-triton-sweep-f16dots"
+    # B=64 (512 programs): narrow programs in two segments; one sequence of 8,192 tokens: 128 segments
+    (b64,) = sweep.attention[("decode", 64, 8192, 1)]
+    (b1,) = sweep.attention[("decode", 1, 8192, 1)]
+    assert (b64.tiling.num_splits, b1.tiling.num_splits) == (2, 128)
+    # prefill: fp16 dots with the rule's tiling, and with 256 rows on 16 warps
     chunk = sweep.attention[("prefill", 1, 8192, 2048)]
-    # the rule before this one: 128 rows (32 positions × 4 heads) on 8 warps, 64-key tiles, 3 stages,
-    # query blocks in order; its row is labelled as launched in query order
-    before = [c for c in chunk if c.tiling is not None and c.tiling.block_m == 128 and c.fp8_fast_decode
-              and not c.tiling.longest_first]
-    assert len(before) == 1
-    t = before[0].tiling
-    assert (t.block_q, t.num_warps, t.tile_n, t.num_stages) == (32, 8, 64, 3)
-    assert before[0].backend("prefill") == "kvlab-triton-sweep-shortfirst"
-    # Triton's own fp8 conversion is labelled, so the two fp8 paths are told apart in the CSV
-    assert {c.backend("prefill") for c in chunk if not c.fp8_fast_decode} == {
-        "kvlab-triton-sweep-castdecode", "kvlab-triton-sweep-castdecode-shortfirst"}
+    assert [c.backend("prefill") for c in chunk] == ["kvlab-triton-sweep-f16dots"] * 2
+    assert chunk[0].tiling is None and (chunk[1].tiling.block_m, chunk[1].tiling.num_warps) == (256, 16)

@@ -236,6 +236,45 @@ def test_automatic_split_k(target, seed):
     assert relative_error(out, ref) <= kernel_tolerance(ex.query.dtype, "int8_per_token_head")
 
 
+@pytest.mark.parametrize("scheme", ["int8_per_token_head", "fp8"])
+def test_split_8bit_decode_in_narrow_programs(target, seed, scheme):
+    """Narrow programs (64-key tiles on 2 warps, many segments under the register cap; a sweep
+    candidate), with the batch's other sequences ending mid-tile and mid-segment, against both
+    references."""
+    ex = _example(target, seed, [1, 1, 1], [5000, 1000, 77] if target.large else [70, 33, 5],
+                  hq=32, hkv=8, d=128, scheme=scheme)
+    tiling = AttentionTiling(block_m=16, block_q=1, tile_n=64, num_warps=2, num_stages=2,
+                             num_splits=8 if target.large else 2, max_registers=128)
+    out = poisoned(ex.query.shape, ex.query.dtype, target.device)
+    prepare_paged_attention(ex.query, ex.cache, ex.batch, out=out, tiling=tiling).run()
+    assert torch.isfinite(out).all()
+    ref = paged_attention_reference(ex.query, ex.cache, ex.batch)
+    assert relative_error(out, ref) <= kernel_tolerance(ex.query.dtype, scheme)
+    truth = reference_attention(ex.query, ex.keys, ex.values, ex.batch)
+    tol = kernel_tolerance(ex.query.dtype, scheme) + scheme_tolerance(scheme)
+    assert relative_error(out, truth) <= tol
+
+
+@pytest.mark.parametrize("half", [True, False], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("scheme", ["fp8_e4m3", "fp8_e5m2"])
+def test_fp16_dots_over_per_tensor_fp8(target, seed, scheme, half):
+    """Per-tensor fp8 read through fp16 dots (codes to fp16, bf16 query scaled into fp16 by a power of
+    two, ``p`` rounded to fp16; a sweep variant) or bf16 dots (the default): a prefill chunk and
+    decodes, against both references. ``p`` in fp16 is finer than in bf16, so the bf16 kernel
+    tolerance holds."""
+    qlens, slens = ([1, 300, 1], [3000, 1200, 77]) if target.large else ([1, 9, 1], [40, 30, 5])
+    ex = _example(target, seed, qlens, slens, hq=8, hkv=2, d=128, scheme=scheme)
+    out = poisoned(ex.query.shape, ex.query.dtype, target.device)
+    call = prepare_paged_attention(ex.query, ex.cache, ex.batch, out=out, fp8_half_dots=half)
+    assert str(call._launch.consts["DOT_DTYPE"]) == ("fp16" if half else "bf16")
+    call.run()
+    assert torch.isfinite(out).all()
+    ref = paged_attention_reference(ex.query, ex.cache, ex.batch)
+    assert relative_error(out, ref) <= kernel_tolerance(ex.query.dtype, scheme)
+    truth = reference_attention(ex.query, ex.keys, ex.values, ex.batch)
+    assert relative_error(out, truth) <= kernel_tolerance(ex.query.dtype, scheme) + scheme_tolerance(scheme)
+
+
 # -- refusals ---------------------------------------------------------------------------------------------
 
 
@@ -300,6 +339,12 @@ def test_tiling_choice_and_validation():
     short = choose_tiling(group=4, head_size=128, head_size_v=128, kv_element_bytes=2, max_query_len=1,
                           max_seq_len=1024, num_tokens=1, num_seqs=1, num_kv_heads=8, num_sms=132)
     assert (short.tile_n, short.num_splits) == (32, 32)
+    # B=16, 8-bit: 128 programs < 2 × 132, split into 4 segments of 128-key tiles (512 programs, four
+    # per multiprocessor under the register cap); B=64 (512 programs) is not split
+    b16 = choose_tiling(group=4, head_size=128, head_size_v=128, kv_element_bytes=1, max_query_len=1,
+                        max_seq_len=32768, num_tokens=16, num_seqs=16, num_kv_heads=8, num_sms=132)
+    assert (b16.tile_n, b16.num_warps, b16.num_splits, b16.max_registers) == (128, 4, 4, 128)
+    assert (t.tile_n, t.num_warps, t.num_splits) == (128, 4, 1)
     with pytest.raises(ValueError, match="power of two"):
         AttentionTiling(block_m=24, block_q=1, tile_n=64)
     with pytest.raises(ValueError, match="num_splits"):
