@@ -20,7 +20,8 @@ from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
 from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
-from kvlab.kernels.lowbit_launch import STAGES, choose_lowbit_launch, prefill_rows as default_prefill_rows
+from kvlab.kernels.lowbit_launch import STAGES, choose_lowbit_launch
+from kvlab.kernels.lowbit_launch import prefill_rows as default_prefill_rows
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.validation import require_positive_int

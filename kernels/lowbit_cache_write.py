@@ -43,7 +43,8 @@ def _pack(q, SHIFTS, AXIS: tl.constexpr):
 
 @triton.jit
 def _int4_head(x_ptr, out_ptr, scale_ptr, keep, D: tl.constexpr, DP_PAD: tl.constexpr, QMAX: tl.constexpr,
-               FLOOR: tl.constexpr, OFFSET: tl.constexpr, INTERPRET_: tl.constexpr, BYTE_STRIDE: tl.constexpr):
+               FLOOR: tl.constexpr, OFFSET: tl.constexpr, INTERPRET_: tl.constexpr,
+               BYTE_STRIDE: tl.constexpr):
     """Quantize one head vector at ``x_ptr`` to packed int4 at ``out_ptr`` (bytes ``BYTE_STRIDE`` apart)
     and its fp32 scale."""
     j = tl.arange(0, DP_PAD)
@@ -60,7 +61,8 @@ def _int4_head(x_ptr, out_ptr, scale_ptr, keep, D: tl.constexpr, DP_PAD: tl.cons
 @triton.jit
 def _int4_write_kernel(key_ptr, value_ptr, slot_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr,
                        stride_kt, stride_kh, stride_vt, stride_vh,
-                       NUM_KV_HEADS: tl.constexpr, BLOCK_SIZE: tl.constexpr, D: tl.constexpr, DV: tl.constexpr,
+                       NUM_KV_HEADS: tl.constexpr, BLOCK_SIZE: tl.constexpr, D: tl.constexpr,
+                       DV: tl.constexpr,
                        DP_PAD: tl.constexpr, DVP_PAD: tl.constexpr, QMAX: tl.constexpr, FLOOR: tl.constexpr,
                        OFFSET: tl.constexpr, INTERPRET_: tl.constexpr):
     token = tl.program_id(0)
@@ -68,7 +70,8 @@ def _int4_write_kernel(key_ptr, value_ptr, slot_ptr, kc_ptr, vc_ptr, ks_ptr, vs_
     slot = tl.load(slot_ptr + token).to(tl.int64)
     keep = slot >= 0
     row = slot * NUM_KV_HEADS + head  # [blocks, B, H] flattened: slot-major
-    # values token-minor, [blocks, H, Dv / 2, B]: byte j of this token at ((block·H + head)·Dv/2 + j)·B + offset
+    # values token-minor, [blocks, H, Dv / 2, B]: byte j of this token at
+    # ((block·H + head)·Dv/2 + j)·B + offset
     vrow = ((slot // BLOCK_SIZE) * NUM_KV_HEADS + head) * (DV // 2) * BLOCK_SIZE + slot % BLOCK_SIZE
     _int4_head(key_ptr + token * stride_kt + head * stride_kh, kc_ptr + row * (D // 2), ks_ptr + row, keep,
                D, DP_PAD, QMAX, FLOOR, OFFSET, INTERPRET_, 1)
@@ -214,7 +217,8 @@ def write_lowbit_cache(cache: LowBitPagedCache, key: torch.Tensor, value: torch.
     if not cache.is_kivi:
         _int4_write_kernel[(key.shape[0], nkv)](
             key, value, slot_mapping, cache.key_codes, cache.value_codes, cache.key_scale, cache.value_scale,
-            *strides, NUM_KV_HEADS=nkv, BLOCK_SIZE=cache.block_size, D=d, DV=dv, DP_PAD=next_pow2(d // 2), DVP_PAD=next_pow2(dv // 2),
+            *strides, NUM_KV_HEADS=nkv, BLOCK_SIZE=cache.block_size, D=d, DV=dv, DP_PAD=next_pow2(d // 2),
+            DVP_PAD=next_pow2(dv // 2),
             QMAX=INT4_QMAX, FLOOR=SCALE_FLOOR, OFFSET=INT4_OFFSET, INTERPRET_=INTERPRET)
         return report
     slots = slot_mapping.cpu().long()

@@ -193,7 +193,8 @@ def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.cons
 
 @triton.jit
 def value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS: tl.constexpr, DV: tl.constexpr,
-                DVP: tl.constexpr, DVP_PAD: tl.constexpr, G: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr,
+                DVP: tl.constexpr, DVP_PAD: tl.constexpr, G: tl.constexpr, P: tl.constexpr,
+                KIVI: tl.constexpr,
                 BPT: tl.constexpr, BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr):
     """The tile's value code bytes, token-minor (module docstring), loaded once as whole rows of a
     block's ``B`` bytes; for KIVI also the scales and zero points of their groups: ``[Dv/G, G/P, TILE_N]``
@@ -216,7 +217,8 @@ def value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS: t
         return tl.reshape(b, [NG, GB, TILE_N]), s[:, None, :], z[:, None, :]
     else:
         jv = tl.arange(0, DVP_PAD)
-        b = tl.load(vc_ptr + head_base[None, :, None] * DVP + jv[:, None, None] * BLOCK_SIZE + o[None, None, :],
+        b = tl.load(vc_ptr + head_base[None, :, None] * DVP + jv[:, None, None] * BLOCK_SIZE
+                    + o[None, None, :],
                     mask=(jv < DVP)[:, None, None], other=0)
         b = tl.reshape(b, [DVP_PAD, TILE_N])
         return b, b, b
