@@ -21,9 +21,12 @@ The two questions a launch must answer:
   program's key range is cut into ``min(P / (B × Hkv), its tiles, 128)`` segments: one wave of
   ``P`` programs, each streaming an equal share.
 * **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; over a
-  16-bit cache at head size 128, 256 rows on 16 warps. Query blocks are launched last-first: under
-  causal attention the last blocks see the most keys, and launched first they no longer finish
-  alone at the end of the grid (8,192 tokens from an empty cache: 1368 against 1506 µs in order).
+  16-bit cache at head size 128, 256 rows on 16 warps; over an 8-bit cache at head size 128, two
+  128-row programs per multiprocessor (registers capped at 128, 2 stages), so that one program's
+  tile conversion and softmax overlap the other's tensor-core work. Query blocks are launched
+  last-first: under causal attention the last blocks see the most keys, and launched first they no
+  longer finish alone at the end of the grid (8,192 tokens from an empty cache: 1368 against 1506 µs
+  in order).
 * **Registers.** A program's K and V tiles, converted for the tensor cores, live in registers; for
   8-bit caches the compiler takes 210 per thread, which leaves room for only two programs per
   multiprocessor. When more programs than that want to run, a cap of 128 (``max_registers``) lets
@@ -84,6 +87,14 @@ PREFILL_BLOCK_M: int = 128
 #: cache in 1368 µs against 1527 µs. 8-bit caches keep 128 rows: with 256, per-tensor fp8 ran 6%
 #: slower (861 against 810 µs on the chunk) and int8 per-token-head gained only 1% (1001 / 1014 µs).
 PREFILL_BLOCK_M_16BIT_HEAD128: int = 256
+#: Prefill over an 8-bit cache at head size 128 runs two 128-row, 8-warp programs per
+#: multiprocessor: registers capped at 128 (65,536 / 512 threads; uncapped the compiler takes 186 for
+#: fp8 and one program runs alone) and 2 pipeline stages (64 KB of shared memory each). Two programs
+#: in different phases overlap one's tile conversion and softmax with the other's tensor-core work,
+#: the way FlashAttention-3 alternates two warpgroups ("ping-pong") inside one program. Offline (sm_90)
+#: the cap spills 128 (fp8) to 216 (int8 per-token-head) bytes per thread.
+PREFILL_MAX_REGISTERS_PAIRED: int = 128
+PREFILL_STAGES_PAIRED: int = 2
 #: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
 #: (128-key tiles) 210 registers per thread, so only two 4-warp programs fit on a multiprocessor
 #: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
@@ -206,6 +217,7 @@ def choose_tiling(
     decode = max_query_len <= 1
     rows_for_group = max(16, next_pow2(group))
     warps = 4
+    paired = False
     if decode:
         block_m = rows_for_group
         block_q = 1
@@ -225,6 +237,11 @@ def choose_tiling(
         stages = 3
         warps = 16 if block_m >= 256 else 8 if block_m >= 128 else 4
         cap = False
+        # 8-bit caches: two 8-warp programs per multiprocessor (registers capped, 2 stages), so that
+        # one program's tile conversion and softmax run while the other's tensor cores work
+        paired = kv_element_bytes == 1 and dpad == 128 and block_m == 128
+        if paired:
+            stages = PREFILL_STAGES_PAIRED
     programs = query_block_count(num_tokens, num_seqs, block_q, decode) * num_kv_heads
     per_sm = SPLIT_PROGRAMS_PER_SM_CAPPED if cap else SPLIT_PROGRAMS_PER_SM
     if decode and num_splits is None and num_sms is not None:
@@ -238,6 +255,8 @@ def choose_tiling(
     # int8, B=1 at 33 segments, 264 programs, was slower capped, 53.1 µs against 47.6 µs).
     crowded = num_sms is not None and programs * num_splits > NO_SPLIT_PROGRAMS_PER_SM * num_sms
     max_registers = DECODE_MAX_REGISTERS_8BIT if cap and crowded else None
+    if not decode and paired:
+        max_registers = PREFILL_MAX_REGISTERS_PAIRED
     return AttentionTiling(block_m=block_m, block_q=block_q, tile_n=tile_n, num_warps=warps,
                            num_stages=stages, num_splits=num_splits, max_registers=max_registers,
                            longest_first=not decode)

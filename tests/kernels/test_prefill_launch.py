@@ -36,6 +36,11 @@ def test_prefill_rule_head_128_takes_256_rows_longest_first():
 def test_prefill_rule_8bit_cache_keeps_128_rows():
     t = _prefill_tiling(128, kv_element_bytes=1)
     assert (t.block_m, t.block_q, t.num_warps) == (128, 32, 8) and t.longest_first
+    # two programs per multiprocessor: 65,536 registers / (2 × 256 threads) = 128 each
+    assert (t.max_registers, t.num_stages) == (128, 2)
+    # other head sizes and 16-bit caches keep the compiler's registers
+    assert _prefill_tiling(64, kv_element_bytes=1).max_registers is None
+    assert _prefill_tiling(128).max_registers is None
 
 
 def test_prefill_rule_other_head_sizes_unchanged():
@@ -73,13 +78,15 @@ def test_launch_order_does_not_change_the_result(target, seed, scheme):
     assert torch.equal(outs[0], outs[1])
 
 
-def test_rule_launch_matches_reference(target, seed):
-    """The default launch (longest first, the rule's rows) on a prefill chunk over earlier context."""
+@pytest.mark.parametrize("scheme", ["bfloat16", "int8_per_token_head", "fp8"])
+def test_rule_launch_matches_reference(target, seed, scheme):
+    """The default launch (longest first, the rule's rows; for 8-bit caches two register-capped
+    programs per multiprocessor) on a prefill chunk over earlier context."""
     qlens, slens = ([700, 1], [2000, 900]) if target.large else ([9, 1], [30, 12])
-    ex = build_paged_example(qlens, slens, num_q_heads=16, num_kv_heads=4, head_size=128, scheme="bfloat16",
+    ex = build_paged_example(qlens, slens, num_q_heads=16, num_kv_heads=4, head_size=128, scheme=scheme,
                              seed=seed, device=target.device)
     out = poisoned(tuple(ex.query.shape), ex.query.dtype, target.device)
     paged_attention(ex.query, ex.cache, ex.batch, out=out)
     assert torch.isfinite(out).all()
     err = relative_error(out, paged_attention_reference(ex.query, ex.cache, ex.batch))
-    assert err <= kernel_tolerance(ex.query.dtype, "bfloat16")
+    assert err <= kernel_tolerance(ex.query.dtype, scheme)
