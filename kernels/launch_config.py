@@ -20,10 +20,10 @@ The two questions a launch must answer:
   tiles in all, so that a short sequence still has work for every multiprocessor; then each
   program's key range is cut into ``min(P / (B × Hkv), its tiles, 128)`` segments: one wave of
   ``P`` programs, each streaming an equal share.
-* **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; over a
-  16-bit cache at head size 128, 256 rows on 16 warps; over an 8-bit cache at head size 128, two
-  128-row programs per multiprocessor (registers capped at 128, 2 stages), so that one program's
-  tile conversion and softmax overlap the other's tensor-core work. Query blocks are launched
+* **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; at head
+  size 128 (16- or 8-bit cache), two such programs per multiprocessor (registers capped at 128, 2
+  stages), so that one program's softmax and tile conversion overlap the other's tensor-core work
+  (before: 256 rows on 16 warps for 16-bit caches, 7% slower). Query blocks are launched
   last-first: under causal attention the last blocks see the most keys, and launched first they no
   longer finish alone at the end of the grid (8,192 tokens from an empty cache: 1368 against 1506 µs
   in order).
@@ -80,19 +80,17 @@ DECODE_TILE_BYTES: int = 16384
 DECODE_STAGES: int = 2
 #: Rows (query positions × heads of a group) of a prefill program at head size <= 128.
 PREFILL_BLOCK_M: int = 128
-#: Rows of a prefill program over a 16-bit cache at head size 128 exactly: 256 rows on 16 warps (the
-#: fp32 accumulator is still 64 values per thread), so each K/V tile serves twice the rows. Measured
-#: on an H100 (benchmarks/kernel_notes.md, v16), both launched longest first: bf16, the 2,048-token
-#: chunk over 8,192 in 593 µs against 662 µs for 128 rows on 8 warps, 8,192 tokens from an empty
-#: cache in 1368 µs against 1527 µs. 8-bit caches keep 128 rows: with 256, per-tensor fp8 ran 6%
-#: slower (861 against 810 µs on the chunk) and int8 per-token-head gained only 1% (1001 / 1014 µs).
-PREFILL_BLOCK_M_16BIT_HEAD128: int = 256
-#: Prefill over an 8-bit cache at head size 128 runs two 128-row, 8-warp programs per
-#: multiprocessor: registers capped at 128 (65,536 / 512 threads; uncapped the compiler takes 186 for
-#: fp8 and one program runs alone) and 2 pipeline stages (64 KB of shared memory each). Two programs
-#: in different phases overlap one's tile conversion and softmax with the other's tensor-core work,
-#: the way FlashAttention-3 alternates two warpgroups ("ping-pong") inside one program. Offline (sm_90)
-#: the cap spills 128 (fp8) to 216 (int8 per-token-head) bytes per thread.
+#: Prefill at head size 128 (16- and 8-bit caches) runs two 128-row, 8-warp programs per
+#: multiprocessor: registers capped at 128 (65,536 / 512 threads) and 2 pipeline stages (96 KB of
+#: shared memory for bf16, 64 KB for 8-bit), so two programs fit. In different phases, one
+#: program's softmax (and an 8-bit tile's conversion) runs while the other's tensor cores work: the
+#: overlap FlashAttention-3 gets by alternating two warpgroups of one program ("ping-pong"). Offline
+#: (sm_90) the cap spills 208 (bf16), 128 (fp8) and 216 (int8 per-token-head) bytes per thread.
+#: Measured on an H100 (benchmarks/kernel_notes.md, v20), against the rules before (16-bit: 256
+#: rows on 16 warps, one program; 8-bit: 128 rows uncapped, 3 stages, one program): bf16 on the
+#: 2,048-token chunk over 8,192 574 against 591 µs, from an empty cache 1271 against 1369 µs;
+#: fp8_e4m3 743-764 against 801 µs and 1657-1781 against 1786 µs; int8 per-token-head 903-927
+#: against 1008 µs and 2025-2031 against 2259 µs.
 PREFILL_MAX_REGISTERS_PAIRED: int = 128
 PREFILL_STAGES_PAIRED: int = 2
 #: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
@@ -228,18 +226,16 @@ def choose_tiling(
         # The fp32 accumulator (block_m × head) stays in registers: 16K values over 8 warps (64 per
         # thread) at head size 128. 128 rows × 64 keys per step is the tile FlashAttention-2 uses on
         # this class of GPU; the previous 64 rows × 64 keys on 4 warps measured 249 TFLOP/s on an H100.
-        # 16-bit cache, head size 128: 256 rows on 16 warps keep the same 64 accumulator values per thread
-        wide = dpad == 128 and kv_element_bytes >= 2
-        rows = PREFILL_BLOCK_M_16BIT_HEAD128 if wide else min(PREFILL_BLOCK_M, 16384 // dpad)
+        rows = min(PREFILL_BLOCK_M, 16384 // dpad)
         block_m = max(rows_for_group, rows)
         block_q = max(1, block_m // group)
         tile_n = min(64, max(16, 8192 // dpad))
         stages = 3
         warps = 16 if block_m >= 256 else 8 if block_m >= 128 else 4
         cap = False
-        # 8-bit caches: two 8-warp programs per multiprocessor (registers capped, 2 stages), so that
-        # one program's tile conversion and softmax run while the other's tensor cores work
-        paired = kv_element_bytes == 1 and dpad == 128 and block_m == 128
+        # head size 128, 16- or 8-bit cache: two programs per multiprocessor (registers capped, 2
+        # stages), so that one's softmax and tile conversion run while the other's tensor cores work
+        paired = kv_element_bytes <= 2 and dpad == 128 and block_m == 128
         if paired:
             stages = PREFILL_STAGES_PAIRED
     programs = query_block_count(num_tokens, num_seqs, block_q, decode) * num_kv_heads

@@ -59,10 +59,11 @@ def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
     """The candidates behind the open launch questions of :mod:`kvlab.kernels.launch_config`.
 
     Prefill (the 2,048-token chunk over 8,192 and 8,192 tokens from an empty cache), paired programs:
-    the rule now runs two 128-row, 8-warp programs per multiprocessor over 8-bit caches (registers
-    capped at 128, 2 stages) so that one's conversion and softmax overlap the other's tensor-core
-    work. Timed beside the previous rule (one 128-row program, uncapped, 3 stages) for the 8-bit
-    schemes, and for bf16 beside its rule (256 rows on 16 warps) as a paired candidate.
+    the rule runs two 128-row, 8-warp programs per multiprocessor at head size 128 (registers capped
+    at 128, 2 stages), so that one's softmax and tile conversion overlap the other's tensor-core
+    work. Timed beside the rules before it (16-bit caches: 256 rows on 16 warps, 3 stages; 8-bit:
+    one uncapped 128-row program, 3 stages), paired programs with 3 stages (the 8-bit ones still fit
+    twice), and four 64-row, 4-warp programs per multiprocessor (capped at 128, 2 stages).
 
     Earlier sweeps (tile sizes and split counts, prefill rows, warps, stages and launch order, fp8
     decoding, narrow decode programs, fp16 dots over per-tensor fp8, cache-write rows per program)
@@ -76,8 +77,8 @@ def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
                                          num_warps=warps, num_stages=stages, max_registers=regs,
                                          longest_first=True))
 
-    # the 8-bit rule before (one program per multiprocessor), and paired programs for bf16
-    candidates = [prefill(128, 8, 3, None), prefill(128, 8, 2, 128)]
+    candidates = [prefill(256, 16, 3, None), prefill(128, 8, 3, None), prefill(128, 8, 3, 128),
+                  prefill(64, 4, 2, 128)]
     attention: dict[Case, list[Candidate]] = {
         ("prefill", 1, 8192, 2048): candidates,
         ("prefill", 1, 8192, 8192): candidates,

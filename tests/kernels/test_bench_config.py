@@ -39,15 +39,16 @@ def test_parts_pick_the_cases():
         _parse("--parts", "prefil")
 
 
-def test_sweep_times_paired_prefill_programs_beside_the_previous_rule():
+def test_sweep_times_paired_prefill_programs_beside_the_previous_rules():
     from kvlab.bench.sweeps import default_sweep
 
     sweep = default_sweep(BenchConfig(), num_sms=132)
     for case in (("prefill", 1, 8192, 2048), ("prefill", 1, 8192, 8192)):
         shapes = [(c.tiling.block_m, c.tiling.block_q, c.tiling.num_warps, c.tiling.num_stages,
                    c.tiling.max_registers, c.tiling.longest_first) for c in sweep.attention[case]]
-        # the previous 8-bit rule (one uncapped program of 128 rows per multiprocessor, 3 stages),
-        # then two capped 128-row programs (2 stages), the rule now for 8-bit caches
-        assert shapes == [(128, 32, 8, 3, None, True), (128, 32, 8, 2, 128, True)]
+        # the previous rules (16-bit: 256 rows on 16 warps; 8-bit: one uncapped program of 128
+        # rows; both 3 stages), paired programs with 3 stages, four capped 64-row programs
+        assert shapes == [(256, 64, 16, 3, None, True), (128, 32, 8, 3, None, True),
+                          (128, 32, 8, 3, 128, True), (64, 16, 4, 2, 128, True)]
     assert sweep.schemes_for("prefill", ()) == ("bfloat16", "fp8_e4m3", "int8_per_token_head",
                                                 "fp8_per_token_head")
