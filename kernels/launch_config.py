@@ -23,7 +23,8 @@ The two questions a launch must answer:
 * **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; at head
   size 128 (16- or 8-bit cache), two such programs per multiprocessor (registers capped at 128, 2
   stages), so that one program's softmax and tile conversion overlap the other's tensor-core work
-  (before: 256 rows on 16 warps for 16-bit caches, 7% slower). Query blocks are launched
+  (before: 256 rows on 16 warps for 16-bit caches, 7% slower; still so for bf16 queries over an
+  fp16 cache, whose query scaling does not fit the register cap). Query blocks are launched
   last-first: under causal attention the last blocks see the most keys, and launched first they no
   longer finish alone at the end of the grid (8,192 tokens from an empty cache: 1368 against 1506 µs
   in order).
@@ -93,6 +94,11 @@ PREFILL_BLOCK_M: int = 128
 #: against 1008 µs and 2025-2031 against 2259 µs.
 PREFILL_MAX_REGISTERS_PAIRED: int = 128
 PREFILL_STAGES_PAIRED: int = 2
+#: Rows of a prefill program at head size 128 when the kernel scales bf16 queries into an fp16
+#: cache's range: one 256-row program on 16 warps per multiprocessor (the rule before paired
+#: programs). The scaling keeps the query live in fp32, and paired programs capped at 128 registers
+#: ran slower there on an H100 (v20): 640 against 603 µs on the chunk, 1489 against 1409 µs.
+PREFILL_BLOCK_M_SCALED_QUERY: int = 256
 #: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
 #: (128-key tiles) 210 registers per thread, so only two 4-warp programs fit on a multiprocessor
 #: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
@@ -197,6 +203,7 @@ def choose_tiling(
     num_kv_heads: int,
     num_sms: int | None,
     num_splits: int | None = None,
+    scaled_query: bool = False,
 ) -> AttentionTiling:
     """The launch shape for one batch.
 
@@ -210,6 +217,9 @@ def choose_tiling(
         num_kv_heads: KV heads.
         num_sms: multiprocessors (``None`` in the interpreter).
         num_splits: force a split count (``None`` = choose).
+        scaled_query: the kernel scales the query into fp16's range (bf16 queries over an fp16
+            cache); prefill then keeps one 256-row program per multiprocessor (see
+            :data:`PREFILL_BLOCK_M_SCALED_QUERY`).
     """
     dpad = max(16, next_pow2(max(head_size, head_size_v)))
     decode = max_query_len <= 1
@@ -227,6 +237,8 @@ def choose_tiling(
         # thread) at head size 128. 128 rows × 64 keys per step is the tile FlashAttention-2 uses on
         # this class of GPU; the previous 64 rows × 64 keys on 4 warps measured 249 TFLOP/s on an H100.
         rows = min(PREFILL_BLOCK_M, 16384 // dpad)
+        if scaled_query and dpad == 128:
+            rows = PREFILL_BLOCK_M_SCALED_QUERY
         block_m = max(rows_for_group, rows)
         block_q = max(1, block_m // group)
         tile_n = min(64, max(16, 8192 // dpad))

@@ -36,6 +36,15 @@ def test_prefill_rule_head_128_runs_two_capped_programs_per_multiprocessor():
         assert t.longest_first and t.num_splits == 1
 
 
+def test_prefill_rule_keeps_one_wide_program_when_the_query_is_scaled():
+    # bf16 queries over an fp16 cache: the kernel scales the query into fp16's range (kept in fp32);
+    # one 256-row program on 16 warps per multiprocessor, uncapped
+    t = choose_tiling(group=4, head_size=128, head_size_v=128, kv_element_bytes=2, max_query_len=2048,
+                      max_seq_len=8192, num_tokens=2048, num_seqs=1, num_kv_heads=8, num_sms=132,
+                      scaled_query=True)
+    assert (t.block_m, t.block_q, t.num_warps, t.num_stages, t.max_registers) == (256, 64, 16, 3, None)
+
+
 def test_prefill_rule_other_head_sizes_unchanged():
     # head 256: 16384 / 256 = 64 rows on 4 warps, as before; head 64: 128 rows on 8 warps; neither
     # capped, nor an fp32 cache at head 128
