@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 
 import torch
 
@@ -44,10 +45,18 @@ HQ, HKV, D, BS = 32, 8, 128, 16
 CASES = (("decode", 1, 32768, 1), ("decode", 64, 32768, 1), ("prefill", 1, 8192, 2048))
 #: Launch shapes tried per (case kind, batch, packed-code family): dicts of prepare_lowbit_attention
 #: options; the first ({}: the launch rule's own choice) is the default that lowbit_<device>.csv reports.
-#: ``max_registers=255`` is no cap (the hardware's limit).
+#: ``max_registers=255`` is no cap (the hardware's limit). ``DEQUANTIZE_FIRST`` is the prefill path of
+#: :mod:`kvlab.kernels.lowbit_prefill` (dequantize the blocks once, then the 16-bit kernel).
+DEQUANTIZE_FIRST = dict(dequantize_first=True)
 VARIANTS = {
-    ("decode", 64, "kivi"): ({}, dict(num_splits=1), dict(num_splits=2), dict(num_splits=4),
-                             dict(num_splits=2, max_registers=255)),
+    ("decode", 1, "int4"): ({}, dict(num_warps=4, tile_n=128, num_splits=33)),
+    ("decode", 1, "kivi"): ({}, dict(num_splits=66)),
+    ("decode", 64, "int4"): ({}, dict(num_warps=2, tile_n=64)),
+    ("decode", 64, "kivi"): ({}, dict(num_warps=4, tiles_per_step=2, max_registers=168, num_splits=3),
+                             dict(num_warps=2, tiles_per_step=2)),
+    ("prefill", 1, "int4"): ({}, dict(prefill_rows=128, num_warps=8), DEQUANTIZE_FIRST),
+    ("prefill", 1, "kivi"): ({}, dict(prefill_rows=64, num_warps=4), dict(prefill_rows=128, num_warps=8),
+                             DEQUANTIZE_FIRST),
 }
 
 
@@ -83,10 +92,18 @@ def calls_for(scheme: str, kv: DenseKV, queries: list[torch.Tensor], query_len: 
         return [calls], (paged,), lambda c: (c.tiling.num_splits, c.tiling.tile_n, c.tiling.num_warps,
                                              c.tiling.num_stages, c.tiling.max_registers, 1)
     from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention
+    from kvlab.kernels.lowbit_prefill import prepare_dequantized_prefill
 
     cache, batches = lowbit_copies(scheme, kv, query_len, len(queries), gen)
-    calls = [[prepare_lowbit_attention(q, cache, b, **opts) for q, b in zip(queries, batches, strict=True)]
-             for opts in variants]
+    calls = []
+    for opts in variants:  # a shape the launcher refuses is reported, and the sweep goes on
+        prepare = prepare_dequantized_prefill if opts == DEQUANTIZE_FIRST else prepare_lowbit_attention
+        try:
+            calls.append([prepare(q, cache, b, **{k: v for k, v in opts.items() if k != "dequantize_first"})
+                          for q, b in zip(queries, batches, strict=True)])
+        except ValueError as exc:
+            print(f"{scheme}: launch {opts} refused: {exc}")
+            calls.append(None)
     return calls, (cache,), lambda c: (c.num_splits, c.tile_n, c.num_warps, c.options["num_stages"],
                                        c.options.get("maxnreg"), c.tiles_per_step)
 
@@ -119,6 +136,8 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES) -> None:
             nbytes = attention_bytes(scheme, batch=batch, context=context, query_len=qlen, num_q_heads=HQ,
                                      num_kv_heads=HKV, head_size=D, block_size=BS)
             for i, calls in enumerate(all_calls):
+                if calls is None:
+                    continue
                 try:
                     us = time_graph_us([c.run for c in calls], repeats)
                     err = relative_error(calls[0].run(), want)
@@ -135,7 +154,10 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES) -> None:
                                max_registers=cap,
                                backend=("kvlab-triton" if i == 0 else "kvlab-triton-sweep")
                                + ("-byte-unpack" if variants[i].get("fast_unpack") is False else "")
-                               + (f"-{step}-tiles-per-step" if step > 1 else ""),
+                               + (f"-{step}-tiles-per-step" if step > 1 else "")
+                               + (f"-{calls[0].block_m}-rows" if kind == "prefill" and scheme != "bfloat16"
+                                  else "")
+                               + ("-dequantize-first" if variants[i] == DEQUANTIZE_FIRST else ""),
                                triton=triton.__version__, torch=torch.__version__)
                 (rows if i == 0 else sweep).append(row)
                 print(format_table([row]).splitlines()[-1], variants[i] or "default", flush=True)
@@ -171,9 +193,14 @@ def target_rows(rows: list[BenchRow], swept: list[BenchRow] | None = None) -> li
     out = []
 
     def shape(r: BenchRow) -> str:
-        step = r.backend.split("-")[-4] if r.backend.endswith("-tiles-per-step") else "1"
+        step = re.search(r"-(\d+)-tiles-per-step", r.backend)
+        step = step.group(1) if step else "1"
+        rows = re.search(r"-(\d+)-rows", r.backend)
+        prefill_rows = f", {rows.group(1)} rows" if rows else ""
+        if r.backend.endswith("-dequantize-first"):
+            prefill_rows += ", dequantized first"
         return (f"tile {r.tile_n} x {step} a step, {r.num_warps} warps, {r.num_stages} stages, "
-                f"{r.num_splits} splits, cap {r.max_registers}")
+                f"{r.num_splits} splits, cap {r.max_registers}{prefill_rows}")
 
     for scheme in SCHEMES[1:]:
         d64, b64 = by[("decode", 64, scheme)], by[("decode", 64, "bfloat16")]

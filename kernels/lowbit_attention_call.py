@@ -2,7 +2,8 @@
 shape, split-K workspace, and the one-call entry point :func:`lowbit_paged_attention`.
 
 Each program owns ``BLOCK_Q`` query positions of one sequence × the ``GROUP`` query heads of one KV
-head (decode: one position; prefill: 64 rows compiled, 16 in the interpreter). The (sequence, query
+head (decode: one position; prefill: the launch rule's rows compiled or ``prefill_rows``, 16 in the
+interpreter). The (sequence, query
 block) of every program is listed on the host from the batch's lengths, so the kernel needs no search.
 """
 
@@ -19,7 +20,8 @@ from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
 from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
-from kvlab.kernels.lowbit_launch import STAGES, WARPS, choose_lowbit_launch
+from kvlab.kernels.lowbit_launch import STAGES, choose_lowbit_launch
+from kvlab.kernels.lowbit_launch import prefill_rows as default_prefill_rows
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.validation import require_positive_int
@@ -118,8 +120,11 @@ def prepare_lowbit_attention(
     max_registers: int | None = None,
     fast_unpack: bool = True,
     tiles_per_step: int | None = None,
+    prefill_rows: int | None = None,
 ) -> LowBitAttentionCall:
-    """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`."""
+    """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`,
+    plus launch overrides for sweeps (``num_warps``, ``num_stages``, ``max_registers``, ``fast_unpack``,
+    and ``prefill_rows``: query rows of one prefill program, 16 to 256, default the launch rule's)."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
                                              num_splits=num_splits)
@@ -133,15 +138,20 @@ def prepare_lowbit_attention(
                              f"got {tile_n}")
     if tiles_per_step is not None and tiles_per_step not in (1, 2, 4):
         raise ValueError(f"tiles_per_step must be 1, 2 or 4, got {tiles_per_step!r}")
+    if prefill_rows is not None and (prefill_rows not in (16, 32, 64, 128, 256)):
+        raise ValueError(f"prefill_rows must be 16, 32, 64, 128 or 256, got {prefill_rows!r}")
     group = num_q_heads // nkv
     prefill = batch.max_query_len > 1
-    block_q = max(1, (16 if INTERPRET else 64) // group) if prefill else 1
+    rows = 16 if INTERPRET else (prefill_rows or default_prefill_rows(cache.scheme.bits))
+    block_q = max(1, rows // group) if prefill else 1
     block_m = max(16, next_pow2(block_q * group))
     seqs, qblocks = _programs(batch, block_q)
     shape = choose_lowbit_launch(
         kivi=cache.is_kivi, prefill=prefill, num_programs=len(seqs) * nkv, max_seq_len=batch.max_seq_len,
         block_size=bs, num_sms=None if INTERPRET else multiprocessor_count(query.device.index or 0),
-        tile_n=tile_n, tiles_per_step=tiles_per_step, num_splits=num_splits, max_registers=max_registers)
+        tile_n=tile_n, tiles_per_step=tiles_per_step, num_splits=num_splits, max_registers=max_registers,
+        num_warps=None if num_warps is None else require_positive_int(num_warps, "num_warps"),
+        bits=cache.scheme.bits)
     tile, step, num_splits = shape.tile_n, shape.tiles_per_step, shape.num_splits
     part_acc, part_stat = split_workspace(out, num_splits)
     sch, kivi, dummy, dev = cache.scheme, cache.is_kivi, cache.key_scale, query.device
@@ -176,7 +186,7 @@ def prepare_lowbit_attention(
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
         INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
-    num_warps = WARPS if num_warps is None else require_positive_int(num_warps, "num_warps")
+    num_warps = shape.num_warps
     num_stages = STAGES if num_stages is None else num_stages
     options = dict(num_warps=num_warps, num_stages=require_positive_int(num_stages, "num_stages"))
     if shape.max_registers is not None and not INTERPRET:

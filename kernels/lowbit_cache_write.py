@@ -43,8 +43,10 @@ def _pack(q, SHIFTS, AXIS: tl.constexpr):
 
 @triton.jit
 def _int4_head(x_ptr, out_ptr, scale_ptr, keep, D: tl.constexpr, DP_PAD: tl.constexpr, QMAX: tl.constexpr,
-               FLOOR: tl.constexpr, OFFSET: tl.constexpr, INTERPRET_: tl.constexpr):
-    """Quantize one head vector at ``x_ptr`` to packed int4 at ``out_ptr`` and its fp32 scale."""
+               FLOOR: tl.constexpr, OFFSET: tl.constexpr, INTERPRET_: tl.constexpr,
+               BYTE_STRIDE: tl.constexpr):
+    """Quantize one head vector at ``x_ptr`` to packed int4 at ``out_ptr`` (bytes ``BYTE_STRIDE`` apart)
+    and its fp32 scale."""
     j = tl.arange(0, DP_PAD)
     k = tl.arange(0, 2)
     d = j[:, None] * 2 + k[None, :]
@@ -52,14 +54,15 @@ def _int4_head(x_ptr, out_ptr, scale_ptr, keep, D: tl.constexpr, DP_PAD: tl.cons
     s = tl.maximum(tl.math.div_rn(tl.max(tl.max(tl.abs(x), axis=1), axis=0), QMAX), FLOOR)
     inv = tl.math.div_rn(1.0, s)
     q = round_half_even(tl.minimum(tl.maximum(x * inv, -QMAX), QMAX)).to(tl.int32) + OFFSET
-    tl.store(out_ptr + j, _pack(q, k[None, :] * 4, 1), mask=(j < D // 2) & keep)
+    tl.store(out_ptr + j * BYTE_STRIDE, _pack(q, k[None, :] * 4, 1), mask=(j < D // 2) & keep)
     tl.store(scale_ptr, s, mask=keep)
 
 
 @triton.jit
 def _int4_write_kernel(key_ptr, value_ptr, slot_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr,
                        stride_kt, stride_kh, stride_vt, stride_vh,
-                       NUM_KV_HEADS: tl.constexpr, D: tl.constexpr, DV: tl.constexpr,
+                       NUM_KV_HEADS: tl.constexpr, BLOCK_SIZE: tl.constexpr, D: tl.constexpr,
+                       DV: tl.constexpr,
                        DP_PAD: tl.constexpr, DVP_PAD: tl.constexpr, QMAX: tl.constexpr, FLOOR: tl.constexpr,
                        OFFSET: tl.constexpr, INTERPRET_: tl.constexpr):
     token = tl.program_id(0)
@@ -67,10 +70,13 @@ def _int4_write_kernel(key_ptr, value_ptr, slot_ptr, kc_ptr, vc_ptr, ks_ptr, vs_
     slot = tl.load(slot_ptr + token).to(tl.int64)
     keep = slot >= 0
     row = slot * NUM_KV_HEADS + head  # [blocks, B, H] flattened: slot-major
+    # values token-minor, [blocks, H, Dv / 2, B]: byte j of this token at
+    # ((block·H + head)·Dv/2 + j)·B + offset
+    vrow = ((slot // BLOCK_SIZE) * NUM_KV_HEADS + head) * (DV // 2) * BLOCK_SIZE + slot % BLOCK_SIZE
     _int4_head(key_ptr + token * stride_kt + head * stride_kh, kc_ptr + row * (D // 2), ks_ptr + row, keep,
-               D, DP_PAD, QMAX, FLOOR, OFFSET, INTERPRET_)
-    _int4_head(value_ptr + token * stride_vt + head * stride_vh, vc_ptr + row * (DV // 2), vs_ptr + row,
-               keep, DV, DVP_PAD, QMAX, FLOOR, OFFSET, INTERPRET_)
+               D, DP_PAD, QMAX, FLOOR, OFFSET, INTERPRET_, 1)
+    _int4_head(value_ptr + token * stride_vt + head * stride_vh, vc_ptr + vrow, vs_ptr + row,
+               keep, DV, DVP_PAD, QMAX, FLOOR, OFFSET, INTERPRET_, BLOCK_SIZE)
 
 
 @triton.jit
@@ -147,11 +153,12 @@ def _block_quantize_kernel(block_ptr, page_ptr, rk_ptr, rv_ptr, kc_ptr, vc_ptr, 
     lo = tl.min(tl.min(v, axis=3), axis=2)[:, :, None, None]
     hi = tl.max(tl.max(v, axis=3), axis=2)[:, :, None, None]
     q, s, z = _min_max_codes(v, lo, hi, Q, FLOOR)
+    # values are stored token-minor ([blocks, H, Dv/P, B] codes, [blocks, H, Dv/G, B] scales)
     byte = g[:, None] * GP + gp[None, :]  # [D/G, G/P]
-    vout = (blk * BLOCK_SIZE * NUM_KV_HEADS + rows)  # [B, 1, 1]
-    tl.store(vc_ptr + vout * (DV // P) + byte[None, :, :], _pack(q, kk[None, None, None, :] * BITS, 3),
-             mask=(g < DV // G)[None, :, None])
-    per_group = (blk * BLOCK_SIZE * NUM_KV_HEADS + rows2) * (DV // G) + g[None, :]
+    head_base = (blk * NUM_KV_HEADS + head) * BLOCK_SIZE
+    tl.store(vc_ptr + head_base * (DV // P) + byte[None, :, :] * BLOCK_SIZE + t[:, None, None],
+             _pack(q, kk[None, None, None, :] * BITS, 3), mask=(g < DV // G)[None, :, None])
+    per_group = head_base * (DV // G) + g[None, :] * BLOCK_SIZE + t[:, None]
     tl.store(vs_ptr + per_group, tl.reshape(s, [BLOCK_SIZE, NG_PAD]), mask=(g < DV // G)[None, :])
     tl.store(vz_ptr + per_group, tl.reshape(z, [BLOCK_SIZE, NG_PAD]), mask=(g < DV // G)[None, :])
 
@@ -210,7 +217,8 @@ def write_lowbit_cache(cache: LowBitPagedCache, key: torch.Tensor, value: torch.
     if not cache.is_kivi:
         _int4_write_kernel[(key.shape[0], nkv)](
             key, value, slot_mapping, cache.key_codes, cache.value_codes, cache.key_scale, cache.value_scale,
-            *strides, NUM_KV_HEADS=nkv, D=d, DV=dv, DP_PAD=next_pow2(d // 2), DVP_PAD=next_pow2(dv // 2),
+            *strides, NUM_KV_HEADS=nkv, BLOCK_SIZE=cache.block_size, D=d, DV=dv, DP_PAD=next_pow2(d // 2),
+            DVP_PAD=next_pow2(dv // 2),
             QMAX=INT4_QMAX, FLOOR=SCALE_FLOOR, OFFSET=INT4_OFFSET, INTERPRET_=INTERPRET)
         return report
     slots = slot_mapping.cpu().long()

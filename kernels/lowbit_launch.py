@@ -1,40 +1,49 @@
-"""Launch rule of the low-bit attention kernel: key tile, tiles per loop step, split-K segments and
-register cap of a call, from the H100 measurements of ``benchmarks/lowbit_bench.py`` (workload and
-numbers in ``benchmarks/lowbit_notes.md``: 32 query / 8 KV heads, head 128, L = 32,768).
+"""Launch rule of the low-bit attention kernel: key tile, tiles per loop step, split-K segments, warps
+and register cap of a call, from the H100 measurements of ``benchmarks/lowbit_bench.py`` (workload and
+numbers in ``benchmarks/lowbit_notes.md``: 32 query / 8 KV heads, head 128, L = 32,768; v4 there).
 
-* Key tiles of 128 keys (int4) and 64 (KIVI) in decode, 64 in prefill; 2 pipeline stages, 4 warps
-  (KIVI at 3 stages: 5.3 ms against 3.1 ms; prefill at 8 warps: 1.7x slower).
-* A grid too short to fill the GPU is split along the keys (:func:`choose_num_splits`); KIVI aims at
-  twice the 8-bit rule's programs (B=1: kivi4 61 µs at 66 segments against 94 µs at 33) and keeps one
-  tile a step and no register cap there (B=1, kivi4: 61 µs, against 75 µs at four tiles capped).
-* A full int4 decode grid runs one 128-key tile a step under a 128-register cap, so four programs
-  share a multiprocessor and B=64 is one wave of 512 (1,264 µs; 1,695 µs uncapped, 1,416 µs at two
-  tiles a step).
-* A full KIVI decode grid loads four tiles a step (the kernel's docstring says why) under a
-  168-register cap: three programs per multiprocessor. 512 programs are then 1.3 waves of 396, the
-  second two-thirds idle, so the keys are split into the segments (1-4) that best fill whole waves
-  (B=64: kivi4 2,707 µs at 3 segments against 2,899 unsplit, kivi2 2,280 against 2,686).
+* A full int4 decode grid (B=64: 512 programs) runs one 128-key tile a step on 4 warps under a
+  128-register cap, so four programs share a multiprocessor and B=64 is one wave (1,386 µs; 2 warps
+  on 64-key tiles 1,424, 8 warps 2,275, cap 168 1,627).
+* A full KIVI decode grid runs one 64-key tile a step on **2 warps**, uncapped: a program's score tile
+  ``[16, 64]`` is then reduced across 2 warps instead of 4. B=64: kivi4 1,992 µs and kivi2 1,646,
+  against 2,477 / 2,020 at 4 warps, two tiles a step, capped at 168 (the rule before).
+  At 255 registers × 64 threads four programs fit a multiprocessor: 512 programs are one wave of 528,
+  so :func:`wave_balanced_splits` leaves them unsplit.
+* A grid too short to fill the GPU (B=1) is split along the keys (:func:`choose_num_splits`) into
+  segments for ``SPLIT_PROGRAMS_PER_SM`` programs per multiprocessor: int4 on 2 warps, 64-key tiles,
+  66 segments (31.6 µs, against 35.8 at 4 warps, 128-key tiles, 33 segments); KIVI on 4 warps,
+  33 segments (kivi4 49.2 µs, against 52.4 at 66 and 56.8 on 2 warps).
+* Prefill: 64-key tiles, 2 stages, 64 query rows a program on 4 warps; 2-bit codes 128 rows on
+  8 warps (kivi2 1,996 µs against 2,592: each K/V tile is dequantized once for twice the rows; the
+  4-bit schemes time the same either way, int4 1,799 against 1,775, kivi4 1,804 against 1,823).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvlab.kernels.launch_config import choose_num_splits
+from kvlab.kernels.launch_config import NO_SPLIT_PROGRAMS_PER_SM, choose_num_splits
 
 DECODE_TILE_INT4: int = 128
 DECODE_TILE_KIVI: int = 64
+SHORT_GRID_TILE_INT4: int = 64
 PREFILL_TILE: int = 64
 INTERPRETER_TILE: int = 16
 STAGES: int = 2
 WARPS: int = 4
+FULL_GRID_WARPS_KIVI: int = 2
+SHORT_GRID_WARPS_INT4: int = 2
+PREFILL_WARPS_2BIT: int = 8
+#: query rows (positions × GQA group) of one prefill program: each K/V tile is dequantized once for them
+PREFILL_ROWS: int = 64
+PREFILL_ROWS_2BIT: int = 128
 DECODE_MAX_REGISTERS_INT4: int = 128
-DECODE_MAX_REGISTERS_KIVI: int = 168
-#: programs of the KIVI decode kernel that one multiprocessor holds under its register cap
-#: (65,536 registers / (168 × 128 threads) = 3)
-KIVI_RESIDENT_PROGRAMS: int = 3
-DECODE_STEP_KIVI: int = 4
-KIVI_SPLIT_PROGRAMS_PER_SM: int = 4
+#: programs of the KIVI decode kernel that one multiprocessor holds (65,536 registers / (256 × 64))
+KIVI_RESIDENT_PROGRAMS: int = 4
+#: programs per multiprocessor a short decode grid is split for: 2-warp int4 programs, 4-warp KIVI ones
+SPLIT_PROGRAMS_PER_SM_INT4: int = 4
+SPLIT_PROGRAMS_PER_SM_KIVI: int = 2
 MAX_WAVE_SPLITS: int = 4
 #: loop steps each split-K segment keeps at least, when splitting only to fill whole waves
 MIN_STEPS_PER_WAVE_SPLIT: int = 4
@@ -46,13 +55,20 @@ class LowBitLaunch:
 
     Attributes:
         tile_n: keys per tile; ``tiles_per_step``: tiles whose loads one loop step issues together;
-        num_splits: split-K segments; ``max_registers``: register cap per thread (``None``: none).
+        num_splits: split-K segments; ``max_registers``: register cap per thread (``None``: none);
+        num_warps: warps per program.
     """
 
     tile_n: int
     tiles_per_step: int
     num_splits: int
     max_registers: int | None
+    num_warps: int
+
+
+def prefill_rows(bits: int) -> int:
+    """Query rows of one prefill program for ``bits``-bit codes (module docstring)."""
+    return PREFILL_ROWS_2BIT if bits == 2 else PREFILL_ROWS
 
 
 def wave_balanced_splits(num_programs: int, num_sms: int, resident: int, max_steps: int) -> int:
@@ -77,7 +93,8 @@ def wave_balanced_splits(num_programs: int, num_sms: int, resident: int, max_ste
 
 def choose_lowbit_launch(*, kivi: bool, prefill: bool, num_programs: int, max_seq_len: int, block_size: int,
                          num_sms: int | None, tile_n: int | None = None, tiles_per_step: int | None = None,
-                         num_splits: int | None = None, max_registers: int | None = None) -> LowBitLaunch:
+                         num_splits: int | None = None, max_registers: int | None = None,
+                         num_warps: int | None = None, bits: int = 4) -> LowBitLaunch:
     """The launch rule (module docstring); every argument given by the caller is kept as given.
 
     Args:
@@ -85,26 +102,41 @@ def choose_lowbit_launch(*, kivi: bool, prefill: bool, num_programs: int, max_se
         num_programs: (query block, KV head) programs before split-K.
         max_seq_len: tokens of the longest sequence; ``block_size``: tokens per cache block.
         num_sms: multiprocessors of the GPU, ``None`` in the interpreter (no split, one tile a step).
+        bits: bits per code (2 or 4).
     """
+    short = num_sms is not None and num_programs < NO_SPLIT_PROGRAMS_PER_SM * num_sms
+    short_int4 = short and not prefill and not kivi
     if tile_n is None:
         if num_sms is None:
             tile_n = INTERPRETER_TILE
         elif prefill:
             tile_n = PREFILL_TILE
+        elif kivi:
+            tile_n = DECODE_TILE_KIVI
         else:
-            tile_n = DECODE_TILE_KIVI if kivi else DECODE_TILE_INT4
+            tile_n = SHORT_GRID_TILE_INT4 if short_int4 else DECODE_TILE_INT4
         tile_n = max(block_size, tile_n)
     tiles = -(-max_seq_len // tile_n)
-    per_sm = KIVI_SPLIT_PROGRAMS_PER_SM if kivi and not prefill else 2
+    if prefill:
+        per_sm = 2
+    else:
+        per_sm = SPLIT_PROGRAMS_PER_SM_KIVI if kivi else SPLIT_PROGRAMS_PER_SM_INT4
     short_grid_splits = choose_num_splits(num_programs, tiles, num_sms, per_sm)
     full_grid = not prefill and num_sms is not None and short_grid_splits == 1
+    if num_warps is None:
+        if prefill and num_sms is not None and bits == 2:
+            num_warps = PREFILL_WARPS_2BIT
+        elif (full_grid and kivi) or (short_int4 and short_grid_splits > 1):
+            num_warps = FULL_GRID_WARPS_KIVI if kivi else SHORT_GRID_WARPS_INT4
+        else:
+            num_warps = WARPS
     if tiles_per_step is None:
-        tiles_per_step = DECODE_STEP_KIVI if full_grid and kivi else 1
-    if max_registers is None and full_grid:
-        max_registers = DECODE_MAX_REGISTERS_KIVI if kivi else DECODE_MAX_REGISTERS_INT4
+        tiles_per_step = 1
+    if max_registers is None and full_grid and not kivi:
+        max_registers = DECODE_MAX_REGISTERS_INT4
     if num_splits is None:
         num_splits = short_grid_splits
         if full_grid and kivi:
             num_splits = wave_balanced_splits(num_programs, num_sms, KIVI_RESIDENT_PROGRAMS,
                                               -(-tiles // tiles_per_step))
-    return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers)
+    return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps)

@@ -23,6 +23,14 @@ accumulators ``p · v_k`` that are stored to channels ``j·P + k`` at the end. N
   ``G`` channels) and are broadcast over the ``G / P`` bytes of their group: the code tiles are
   loaded in those 3-D shapes directly, and flattened only for the dot.
 
+**Values token-minor.** ``P·V`` contracts over keys, so a tensor-core operand register of V holds
+consecutive keys of one channel. The cache stores values token-minor (a block's ``B`` bytes at one
+byte position lie side by side, :mod:`kvlab.cache.lowbit_cache`), so a value tile is loaded as
+``[Dv / P, TILE_N]`` rows of whole 16-byte words, dequantized in that orientation and transposed for
+the dot (a layout change the compiler makes with 16-bit ``ldmatrix``, not single-byte loads). Value
+codes are loaded without a key mask (a key outside the range reads a finite code of block 0 or of a
+block of the sequence); its scale, zero point (KIVI) or ``p`` (int4) is what is masked to zero.
+
 **Residual.** ``MIXED=False`` tiles hold only quantized blocks (the kernel knows which tiles are past
 the residual of every sequence), so they load no residual at all. ``MIXED=True`` tiles (the last few
 of a KIVI sequence) pick, per key, the bf16 residual row when ``residual_page[block] >= 0``.
@@ -134,25 +142,32 @@ def half_of_word(w, K: tl.constexpr):
 def operand_part(b, s, z, r_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, W: tl.constexpr,
                  WP: tl.constexpr, WP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr,
                  KIVI: tl.constexpr, MIXED: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr,
-                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
+                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr, TOKEN_MINOR: tl.constexpr = False):
     """Part ``K`` of a K or V tile of rows ``W`` wide, ``[TILE_N, W / P]`` padded, as dot operand.
 
-    ``b`` are the tile's code bytes (:func:`key_bytes`, :func:`value_bytes`) and, for KIVI, ``s``/``z``
-    the fp16 scales and zero points broadcastable to them; in ``MIXED`` tiles the keys that are still
-    in the residual come from its bf16 rows ``r_ptr`` instead.
+    ``b`` are the tile's code bytes (:func:`key_bytes`, or :func:`value_bytes` with ``TOKEN_MINOR``:
+    ``[W / P, TILE_N]``, transposed here after dequantization) and, for KIVI, ``s``/``z`` the fp16
+    scales and zero points broadcastable to them; in ``MIXED`` tiles the keys that are still in the
+    residual come from its bf16 rows ``r_ptr`` instead.
     """
     if KIVI:
         x = kivi_dequant(b, K, BITS, s, z, ASM, HALF_DEQ, DOT_DTYPE, INTERPRET_)
-        x = tl.reshape(x, [TILE_N, WP_PAD])
+        if TOKEN_MINOR:
+            x = tl.trans(tl.reshape(x, [WP_PAD, TILE_N]))
+        else:
+            x = tl.reshape(x, [TILE_N, WP_PAD])
         if MIXED:
             j = tl.arange(0, WP_PAD)
             r = tl.load(r_ptr + res_row[:, None] * W + j[None, :] * P + K,
                         mask=from_res[:, None] & (j < WP)[None, :], other=0.0)
             x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
-    elif ASM != "":
-        x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
     else:
-        x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
+        if ASM != "":
+            x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
+        else:
+            x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
+        if TOKEN_MINOR:
+            x = tl.trans(x)
     return x
 
 
@@ -177,27 +192,35 @@ def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.cons
 
 
 @triton.jit
-def value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV: tl.constexpr, DVP: tl.constexpr,
-                DVP_PAD: tl.constexpr, G: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr):
-    """The tile's value code bytes, loaded once, and for KIVI the scales and zero points of their
-    groups: ``[TILE_N, Dv/G, G/P]`` bytes and ``[TILE_N, Dv/G, 1]`` fp16 (one group's bytes hold the same
-    channels' codes at every position ``K``, so all parts share them). int4: ``[TILE_N, Dv / P]``."""
+def value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS: tl.constexpr, DV: tl.constexpr,
+                DVP: tl.constexpr, DVP_PAD: tl.constexpr, G: tl.constexpr, P: tl.constexpr,
+                KIVI: tl.constexpr,
+                BPT: tl.constexpr, BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr):
+    """The tile's value code bytes, token-minor (module docstring), loaded once as whole rows of a
+    block's ``B`` bytes; for KIVI also the scales and zero points of their groups: ``[Dv/G, G/P, TILE_N]``
+    bytes and ``[Dv/G, 1, TILE_N]`` fp16, zero for keys outside ``n_valid`` (one group's bytes hold the
+    same channels' codes at every position ``K``, so all parts share them). int4: ``[Dv / P, TILE_N]``."""
+    o = tl.arange(0, BLOCK_SIZE)
+    head_base = (blk_b * NUM_KV_HEADS + kv_head) * BLOCK_SIZE  # [BPT]: the head's rows in each block
     if KIVI:
         NG: tl.constexpr = DVP_PAD * P // G  # value groups (padded)
         GB: tl.constexpr = G // P  # bytes of one group
         g = tl.arange(0, NG)
-        gm = packed[:, None] & (g < DV // G)[None, :]
-        byte = g[:, None] * GB + tl.arange(0, GB)[None, :]
-        b = tl.load(vc_ptr + slot_row[:, None, None] * DVP + byte[None, :, :], mask=gm[:, :, None], other=0)
-        grp = slot_row[:, None] * (DV // G) + g[None, :]
-        s = tl.load(vs_ptr + grp, mask=gm, other=0.0)[:, :, None]
-        z = tl.load(vz_ptr + grp, mask=gm, other=0.0)[:, :, None]
-        return b, s, z
+        byte = g[:, None] * GB + tl.arange(0, GB)[None, :]  # [NG, GB]
+        b = tl.load(vc_ptr + head_base[None, None, :, None] * DVP + byte[:, :, None, None] * BLOCK_SIZE
+                    + o[None, None, None, :], mask=(g < DV // G)[:, None, None, None], other=0)
+        grp = head_base[None, :, None] * (DV // G) + g[:, None, None] * BLOCK_SIZE + o[None, None, :]
+        gm = (g < DV // G)[:, None, None]
+        keep = n_valid[None, :]
+        s = tl.where(keep, tl.reshape(tl.load(vs_ptr + grp, mask=gm, other=0.0), [NG, TILE_N]), 0.0)
+        z = tl.where(keep, tl.reshape(tl.load(vz_ptr + grp, mask=gm, other=0.0), [NG, TILE_N]), 0.0)
+        return tl.reshape(b, [NG, GB, TILE_N]), s[:, None, :], z[:, None, :]
     else:
         jv = tl.arange(0, DVP_PAD)
-        b = tl.load(vc_ptr + slot_row[:, None] * DVP + jv[None, :],
-                    mask=packed[:, None] & (jv < DVP)[None, :],
-                    other=0)
+        b = tl.load(vc_ptr + head_base[None, :, None] * DVP + jv[:, None, None] * BLOCK_SIZE
+                    + o[None, None, :],
+                    mask=(jv < DVP)[:, None, None], other=0)
+        b = tl.reshape(b, [DVP_PAD, TILE_N])
         return b, b, b
 
 
@@ -219,14 +242,10 @@ def attend_lowbit_tile(
     n_valid = (n >= kv_start) & (n < kv_end)
     blk = tl.load(bt_row + n // BLOCK_SIZE, mask=n_valid, other=0).to(tl.int64)
     slot_row = (blk * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head  # [TILE_N]
-    if KIVI:
-        offs_b = tl.arange(0, BPT)
-        first = t * TILE_N + offs_b * BLOCK_SIZE
-        b_valid = (first + BLOCK_SIZE > kv_start) & (first < kv_end)
-        blk_b = tl.load(bt_row + t * BPT + offs_b, mask=b_valid, other=0).to(tl.int64)
-    else:
-        b_valid = n_valid
-        blk_b = blk
+    offs_b = tl.arange(0, BPT)
+    first = t * TILE_N + offs_b * BLOCK_SIZE
+    b_valid = (first + BLOCK_SIZE > kv_start) & (first < kv_end)
+    blk_b = tl.load(bt_row + t * BPT + offs_b, mask=b_valid, other=0).to(tl.int64)  # [BPT] blocks
     if MIXED:
         page = tl.load(rpage_ptr + blk, mask=n_valid, other=-1).to(tl.int64)
         from_res = n_valid & (page >= 0)
@@ -275,18 +294,19 @@ def attend_lowbit_tile(
     if not KIVI:  # the V scale folds into p, after the softmax sum took the unscaled p
         p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
     p = round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_)
-    vb, vs, vz = value_bytes(vc_ptr, vs_ptr, vz_ptr, slot_row, packed, DV, DVP, DVP_PAD, G, P, KIVI)
+    vb, vs, vz = value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS, DV, DVP, DVP_PAD,
+                             G, P, KIVI, BPT, BLOCK_SIZE, TILE_N)
     v0 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 0, ASM0, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
-                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True)
     a0 = tl.dot(p, v0, a0 * alpha[:, None], input_precision=DOT_PRECISION)
     v1 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 1, ASM1, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
-                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True)
     a1 = tl.dot(p, v1, a1 * alpha[:, None], input_precision=DOT_PRECISION)
     if P == 4:
         v2 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 2, ASM2, DV, DVP, DVP_PAD, BITS, P,
-                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True)
         a2 = tl.dot(p, v2, a2 * alpha[:, None], input_precision=DOT_PRECISION)
         v3 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 3, ASM3, DV, DVP, DVP_PAD, BITS, P,
-                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
+                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True)
         a3 = tl.dot(p, v3, a3 * alpha[:, None], input_precision=DOT_PRECISION)
     return m_new, l_i, a0, a1, a2, a3

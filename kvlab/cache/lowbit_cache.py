@@ -3,10 +3,11 @@
 Layout, ``N`` blocks of ``B`` tokens, ``H`` KV heads, ``P = 8 / bits`` codes per byte::
 
     key_codes    [N, B, H, D / P]   uint8    code d of a row at byte d // P, bits (d % P) * bits
-    value_codes  [N, B, H, Dv / P]  uint8
+    value_codes  [N, H, Dv / P, B]  uint8    same packing, but token-minor: a block's B bytes at one
+                                             byte position of one head lie side by side
     int4_per_token_head:  key_scale, value_scale  [N, B, H]   fp32
     kivi:  key_scale, key_zero      [N, H, D]          fp16   one pair per channel per block
-           value_scale, value_zero  [N, B, H, Dv / G]  fp16   one pair per token and group
+           value_scale, value_zero  [N, H, Dv / G, B]  fp16   one pair per token and group, token-minor
            residual_key/value       [pages, B, H, D]   bf16   the newest tokens (residual pages)
            residual_page            [N]                int32  page of a residual block, -1 once quantized
 
@@ -14,6 +15,12 @@ A KIVI write stores new tokens in bf16 in their block's residual page and quanti
 leaves the residual (:mod:`kvlab.cache.lowbit_residual`): keys per channel over the block's tokens,
 values per token. Reading a token therefore looks at ``residual_page[block]`` first. Fresh caches
 hold NaN scales, so reading a never-written slot shows up as NaN.
+
+**Why values are stored token-minor.** Attention contracts ``P·V`` over the keys, so a tensor-core
+operand register of V holds *consecutive keys of one channel*. Stored token-major, those are bytes
+``Dv / P`` apart and reach the registers one byte at a time (single-byte shared-memory loads with
+bank conflicts); stored token-minor they are adjacent, and a tile of a block's values loads as whole
+16-byte rows. Keys contract over channels and stay token-major. The bytes are the same either way.
 """
 
 from __future__ import annotations
@@ -94,14 +101,15 @@ class LowBitPagedCache:
             return torch.full(s, _NAN, dtype=dtype, device=device)
 
         key_codes = torch.zeros(*shape, head_size // p, dtype=torch.uint8, device=device)
-        value_codes = torch.zeros(*shape, hv // p, dtype=torch.uint8, device=device)
+        value_codes = torch.zeros(num_blocks, num_kv_heads, hv // p, block_size, dtype=torch.uint8,
+                                  device=device)
         if sch.mode == QuantMode.INT4_PER_TOKEN_HEAD:
             return cls(sch, key_codes, value_codes, full(shape, torch.float32), full(shape, torch.float32),
                        head_size=head_size, head_size_v=hv)
         pages = (num_blocks if residual_pages is None
                  else require_positive_int(residual_pages, "residual_pages"))
         per_channel = (num_blocks, num_kv_heads, head_size)
-        per_group = (*shape, hv // sch.group_size)
+        per_group = (num_blocks, num_kv_heads, hv // sch.group_size, block_size)
         return cls(
             sch, key_codes, value_codes, full(per_channel, torch.float16), full(per_group, torch.float16),
             key_zero=full(per_channel, torch.float16), value_zero=full(per_group, torch.float16),
@@ -185,7 +193,11 @@ class LowBitPagedCache:
             for codes_t, scale_t, x in ((self.key_codes, self.key_scale, k),
                                         (self.value_codes, self.value_scale, v)):
                 q, s = quantize_int4_per_token_head(x, check_finite=False)
-                codes_t[blocks, offsets] = pack_codes((q + INT4_OFFSET).to(torch.uint8), 4)
+                codes = pack_codes((q + INT4_OFFSET).to(torch.uint8), 4)
+                if codes_t is self.value_codes:  # token-minor: [blocks, :, :, offsets] is [n, H, Dv / P]
+                    codes_t[blocks, :, :, offsets] = codes
+                else:
+                    codes_t[blocks, offsets] = codes
                 scale_t[blocks, offsets] = s
             return WriteReport(int(slots.numel()), int((~keep).sum()))
         cpu_blocks = blocks.cpu()
@@ -212,10 +224,10 @@ class LowBitPagedCache:
         vc, vs, vz = quantize_value_groups(self.residual_value[pages].reshape(n * b, h, dv), bits, group,
                                            check_finite=False)
         self.key_codes[ids] = pack_codes(kc, bits)
-        self.value_codes[ids] = pack_codes(vc.reshape(n, b, h, dv), bits)
+        self.value_codes[ids] = _token_minor(pack_codes(vc.reshape(n, b, h, dv), bits))
         self.key_scale[ids], self.key_zero[ids] = ks.squeeze(1), kz.squeeze(1)
-        self.value_scale[ids] = vs.reshape(n, b, h, -1)
-        self.value_zero[ids] = vz.reshape(n, b, h, -1)
+        self.value_scale[ids] = _token_minor(vs.reshape(n, b, h, -1))
+        self.value_zero[ids] = _token_minor(vz.reshape(n, b, h, -1))
         for block in blocks:
             self.pool.release(block)
 
@@ -232,13 +244,14 @@ class LowBitPagedCache:
         offs = pos % self.block_size
         bits = self.scheme.bits
         kc = unpack_codes(self.key_codes[blocks, offs], bits).to(dtype)
-        vc = unpack_codes(self.value_codes[blocks, offs], bits)
+        vc = unpack_codes(self.value_codes[blocks, :, :, offs], bits)  # [n, H, Dv / P] (token-minor)
         if not self.is_kivi:
             k = (kc - INT4_OFFSET) * self.key_scale[blocks, offs].to(dtype).unsqueeze(-1)
             v = (vc.to(dtype) - INT4_OFFSET) * self.value_scale[blocks, offs].to(dtype).unsqueeze(-1)
             return k, v
         k = kc * self.key_scale[blocks].to(dtype) + self.key_zero[blocks].to(dtype)
-        v = dequantize_value_groups(vc, self.value_scale[blocks, offs], self.value_zero[blocks, offs], dtype)
+        v = dequantize_value_groups(vc, self.value_scale[blocks, :, :, offs],
+                                    self.value_zero[blocks, :, :, offs], dtype)
         page = self.residual_page[blocks].long()
         res = page >= 0
         k[res] = self.residual_key[page[res], offs[res]].to(dtype)
@@ -257,3 +270,8 @@ class LowBitPagedCache:
         if not self.is_kivi:
             return 0
         return int(self.pool.filled[self.pool.page_of >= 0].sum())
+
+
+def _token_minor(x: torch.Tensor) -> torch.Tensor:
+    """Blocks ``[N, B, H, C]`` (token-major) → the value layout ``[N, H, C, B]`` (module docstring)."""
+    return x.permute(0, 2, 3, 1)

@@ -26,9 +26,21 @@ def grid_columns(values: np.ndarray, first_row: int = 0) -> tuple[np.ndarray, np
     faster for a 256 × 128 grid).
     """
     rows, cols = values.shape
-    idx = np.arange(rows * cols, dtype=np.int32)
-    flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
-    return idx % cols, idx // cols + np.int32(first_row), flat
+    index = np.min_scalar_type(max(cols - 1, first_row + rows - 1, 0))  # uint8 for a 256 × 128 grid
+    x = np.tile(np.arange(cols, dtype=index), rows)
+    y = np.repeat(np.arange(first_row, first_row + rows, dtype=index), cols)
+    return x, y, np.ascontiguousarray(values, dtype=np.float64).ravel()
+
+
+def compact_floats(values: np.ndarray) -> np.ndarray:
+    """``values`` as float32 when that holds every one of them exactly, else as float64.
+
+    A figure's arrays travel to the browser in their own dtype: values that came from a float32
+    tensor show the same digits at half the bytes.
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    single = values.astype(np.float32)
+    return single if np.array_equal(single, values, equal_nan=True) else values
 
 
 def error_log_range(*errors: np.ndarray) -> tuple[float, float]:
@@ -59,7 +71,9 @@ def error_heatmaps_figure(
     Colour is ``log10 |error|`` (exact zeros drawn at the bottom of the scale) so that both an
     integer grid's uniform error and a floating-point format's magnitude-proportional error are
     visible. Each trace holds flat columns (see :func:`grid_columns`): ``x`` = channel, ``y`` = token,
-    ``z`` = log10 of the error, ``customdata`` = the error, ``text`` = the original value.
+    ``z`` = log10 of the error
+    (float32: it only picks the colour), ``customdata`` = the error, ``text`` = the original value
+    (float32 when that is exact).
 
     Args:
         k_error, v_error: ``[tokens, channels]`` absolute errors (value units).
@@ -76,8 +90,8 @@ def error_heatmaps_figure(
     for i, (err, val, name) in enumerate(((k_error, k_value, "K"), (v_error, v_value, "V"))):
         x, y, e = grid_columns(err, first_token)
         traces.append(go.Heatmap(
-            x=x, y=y, z=np.log10(np.maximum(e, floor)), customdata=e,
-            text=np.ascontiguousarray(val, dtype=np.float64).ravel(), name=name, coloraxis="coloraxis",
+            x=x, y=y, z=np.log10(np.maximum(e, floor)).astype(np.float32), customdata=e,
+            text=compact_floats(val), name=name, coloraxis="coloraxis",
             xaxis="x" if i == 0 else "x2", yaxis="y" if i == 0 else "y2",
             hovertemplate=(f"{name}<br>token %{{y}}<br>channel %{{x}}<br>|error| %{{customdata:.3g}}"
                            "<br>value %{text:.4g}<extra></extra>"), **checked(),

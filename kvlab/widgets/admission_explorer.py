@@ -14,7 +14,8 @@ In seconds: the same workload also runs with every step timed on the chosen ``gp
 (:func:`kvlab.widgets.timed_runs.timed_run`): ``throughput`` draws tokens per second over time for
 both policies, ``ttft`` their TTFT distributions, and the ``time`` panel sets wall time, prompt and
 output tokens/s, TTFT and TPOT side by side. These are drawn just after the figures in steps
-(:meth:`~kvlab.widgets.explorer.Explorer.later`); a workload whose requests all arrive at once is
+(:meth:`~kvlab.widgets.explorer.Explorer.later`; until they arrive they are marked as computing, since
+they still show the previous setting); a workload whose requests all arrive at once is
 simulated once for both views (:func:`kvlab.widgets.timed_runs.step_run`).
 """
 
@@ -187,7 +188,8 @@ def build_admission_explorer(
         banners.value = "".join(stall_banner(label, r) for label, r in results.items())
         stalls = {k: r.summary.stalled.step if r.summary.stalled else None for k, r in results.items()}
         explorer.results = results
-        explorer.later(lambda: time_view(configs, v["workload"], v["gpu"]))
+        explorer.later(lambda: time_view(configs, v["workload"], v["gpu"]),
+                       views=("throughput", "ttft", "time"))
         stalled = [label for label, s in stalls.items() if s is not None]
         summary = " · ".join(f"{label.split(' (')[0]}: peak {r.summary.peak_blocks_in_use:,} blocks"
                              for label, r in results.items())

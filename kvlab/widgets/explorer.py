@@ -9,17 +9,16 @@ rebuilds the figures with :mod:`kvlab.plots` and sends each ``FigureWidget`` wha
 message (:mod:`kvlab.widgets.figure_sync`). Any error is shown in the status line, never as a
 traceback. When an update fails, every figure and panel of numbers it did not refresh for the
 settings on screen is marked as not current (:mod:`kvlab.widgets.stale`): a stale view never reads
-as the answer.
+as the answer. Views drawn just after the others (:meth:`Explorer.later`) are marked as computing
+until they arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
@@ -28,72 +27,17 @@ from kvlab.plots.style import unvalidated_figures
 from kvlab.widgets.debounce import Debouncer
 from kvlab.widgets.figure_sync import sync_figure
 from kvlab.widgets.plotly_bundle import SharedBundleFigureWidget
-from kvlab.widgets.stale import clear_panel, mark_figure_stale
+from kvlab.widgets.stale import (
+    STALE_NOTE,
+    clear_panel,
+    mark_figure_pending,
+    mark_figure_stale,
+    mark_panel_pending,
+)
 from kvlab.widgets.status import StatusLine
+from kvlab.widgets.update_cost import cyclic_gc_paused, freeze_heap, one_torch_thread
 
 log = logging.getLogger(__name__)
-
-
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run the body with one intra-op torch thread, then restore the previous count.
-
-    An explorer's tensors are small: splitting them over threads costs more than it saves, and on
-    a busy 2-core machine (a classroom server, Binder) waiting threads multiply the time. Measured
-    with ``benchmarks/widgets_bench.py``: one quantization-explorer update 2,752 → 208 ms of CPU.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    if before == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Run the body with Python's cycle collector paused, then resume it (reference counting still
-    frees everything that is not in a cycle).
-
-    An update builds tens of thousands of short-lived objects (a recorded simulation, figure
-    traces); each 700 allocations start a collection, and the older generations walk the whole heap
-    of a notebook kernel (torch, plotly, ipywidgets). One collection after the update, if due,
-    replaces many during it. Measured with ``benchmarks/widgets_bench.py``: block map p95 297 → 164 ms
-    of CPU.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-_heap_frozen = False
-
-
-def freeze_heap() -> None:
-    """Once per process: move every object alive now out of the cycle collector's reach (``gc.freeze``).
-
-    A notebook kernel holds hundreds of thousands of long-lived objects (torch, plotly, ipywidgets,
-    the lesson's imports); every full collection walks all of them, about 50 ms on a 2-core machine,
-    and an update that allocates much triggers one. Frozen objects are skipped from then on. Only
-    the first explorer's build freezes (after a full collection), so what is frozen is what the
-    kernel had loaded by then: later explorers, figures and runs are collected as usual.
-    """
-    global _heap_frozen
-    if _heap_frozen:
-        return
-    _heap_frozen = True
-    gc.collect()
-    gc.freeze()
 
 
 class Explorer:
@@ -110,6 +54,8 @@ class Explorer:
             write of an unchanged value still counts as a refresh).
         last_error: the message of the last failed update, or ``None`` after a good one.
         stale: names of the figures and panels now marked as not current.
+        pending: names of the figures and panels marked as computing: a deferred draw
+            (:meth:`later`) is on its way with their values for the settings on screen.
         updates: how many updates ran.
         first_view_s: wall and CPU seconds of the last update until the figures it did not defer
             (:meth:`later`) were sent.
@@ -128,6 +74,8 @@ class Explorer:
         self.figures = figures
         self.panels = dict(panels or {})
         self.stale: set[str] = set()
+        self.pending: set[str] = set()
+        self._later_views: set[str] = set()
         self._current: set[str] = set()
         self.status = StatusLine()
         self._render = render
@@ -173,7 +121,8 @@ class Explorer:
         self.last_error = message
         self.status.error(message)
 
-    def later(self, render: Callable[[], dict[str, go.Figure] | None], figures: tuple[str, ...] = ()) -> None:
+    def later(self, render: Callable[[], dict[str, go.Figure] | None], figures: tuple[str, ...] = (),
+              views: tuple[str, ...] = ()) -> None:
         """From inside a renderer: draw ``render()``'s figures (and the panels it writes) once the
         others have been sent.
 
@@ -181,10 +130,13 @@ class Explorer:
         first figures while the rest is computed, and a newer update cancels it. Outside one it runs
         at once, so the figures are complete when :meth:`update` returns. ``figures`` names those
         whose inputs the renderer recorded with :meth:`changed`: when the draw is cancelled they are
-        forgotten, so the next update draws them.
+        forgotten, so the next update draws them. ``views`` names the figures and panels ``render``
+        draws: until it has, they are marked as computing (they still show the previous setting), and
+        one it did not draw is then marked as not current.
         """
         self._later.append(render)
         self._later_figures.update(figures)
+        self._later_views.update(views)
 
     def update(self) -> None:
         """Recompute and redraw now from the current control values.
@@ -198,6 +150,7 @@ class Explorer:
         self.last_error = None
         self._current = set()
         self._later = []
+        self._later_views = set()
         self._writes = {name: getattr(panel, "writes", None) for name, panel in self.panels.items()}
         self._draw(self._render)
         self.first_view_s = (time.perf_counter() - wall, time.process_time() - cpu)
@@ -212,6 +165,7 @@ class Explorer:
         except RuntimeError:
             self._draw_later(pending)
             return
+        self._mark_pending()
         self._later_handle = loop.call_soon(self._draw_later, pending)
         self._later_pending = pending
 
@@ -248,23 +202,40 @@ class Explorer:
                 self._inputs.pop(name, None)  # never drawn for the inputs recorded
         self._later_figures = set()
 
+    def _mark_pending(self) -> None:
+        """Mark the views a scheduled deferred draw will refresh as computing."""
+        for name in self._later_views:
+            if name in self.figures:
+                mark_figure_pending(self.figures[name])
+            elif name in self.panels:
+                mark_panel_pending(self.panels[name])
+                self._writes[name] = getattr(self.panels[name], "writes", None)  # the mark is no refresh
+        self.pending |= self._later_views
+
     def _mark_views(self, writes: dict[str, int | None]) -> None:
-        """After an update: views it refreshed are current; after a failed one, mark the others."""
+        """After an update: views it refreshed are current; after a failed one, mark the others, and
+        a view marked as computing that no draw refreshed is marked as not current."""
         refreshed = set(self._current)
         refreshed |= {name for name, panel in self.panels.items()
                       if writes[name] is not None and getattr(panel, "writes", None) != writes[name]}
         self.stale -= refreshed
+        waiting, self.pending = self.pending - refreshed, set()
         if self.last_error is None:
+            for name in waiting:
+                self._mark_stale(name, "not current: no result for the settings on screen")
             return
-        for name, fig in self.figures.items():
-            if name not in refreshed and fig.data:
-                mark_figure_stale(fig)
+        for name in (self.figures.keys() | self.panels.keys()) - refreshed:
+            self._mark_stale(name, STALE_NOTE)
+
+    def _mark_stale(self, name: str, note: str) -> None:
+        if name in self.figures:
+            if self.figures[name].data:
+                mark_figure_stale(self.figures[name], note)
                 self._inputs.pop(name, None)  # redraw it as soon as the settings work again
                 self.stale.add(name)
-        for name, panel in self.panels.items():
-            if name not in refreshed and panel.value:
-                clear_panel(panel)
-                self.stale.add(name)
+        elif self.panels[name].value:
+            clear_panel(self.panels[name], note)
+            self.stale.add(name)
 
     def refresh(self) -> None:
         """Run any scheduled update, and any figures it deferred, now (figures are current when it

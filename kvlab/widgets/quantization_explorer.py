@@ -174,7 +174,7 @@ def build_quantization_explorer(
                            "float64 reference)"),
                 )}
 
-            explorer.later(attention, figures=("attention",))
+            explorer.later(attention, figures=("attention",), views=("attention",))
         if explorer.changed("bytes", (sample.num_kv_heads, sample.head_size, sch)):
             figs["bytes"] = scale_bytes_figure(
                 scheme_bytes(COMPARED_SCHEMES, sample.num_kv_heads, sample.head_size), highlight=sch,

@@ -4,7 +4,7 @@ Change the model, KV-cache dtype, memory, tensor parallelism, ``max_model_len``,
 admission policy and workload, and see at once: how many max-length requests fit under every KV dtype
 (``dtypes``), how the queues evolve (``queues``) and how full the pool gets (``pool``); on a chosen GPU
 the same workload also runs in seconds (``time``: tokens per second; the summary adds wall time,
-TTFT and TPOT), drawn just after the rest. The summary pane lists the plan's numbers and the run's
+TTFT and TPOT), drawn just after the rest (marked as computing until it arrives). The summary pane lists the plan's numbers and the run's
 outcome. All numbers come from :mod:`kvlab.serving` and :mod:`kvlab.timing`.
 """
 
@@ -141,7 +141,7 @@ def build_serving_dashboard(
             return {"time": timeline_figure({current: tokens_per_second(timed, 0.25)},
                                             what=f"throughput on {gpu}", unit="tokens/s")}
 
-        explorer.later(time_view)
+        explorer.later(time_view, views=("time",))
         message = (f"{current}: max concurrency {plan.max_concurrency:.2f}; the workload takes {s.steps:,} "
                    f"steps with {s.preemptions} preemption(s).")
         if s.stalled is not None:

@@ -9,6 +9,11 @@ earlier setting's result must not read as the answer for the settings on screen,
 * a panel of numbers is *cleared*: its numbers are replaced by a one-line note.
 
 The next successful update redraws the figure from scratch, which removes the mark.
+
+Views an explorer draws just after the others (:meth:`kvlab.widgets.explorer.Explorer.later`, the
+runs in seconds) would show the previous setting's numbers while they compute, so until they arrive
+they are marked as *computing*: a figure's title starts with "⏳ computing…" in grey, a panel's numbers
+are dimmed under a "⏳ computing…" line. The deferred draw replaces them, which removes the mark.
 :class:`NumberPanel` counts every write to a panel, so the explorer knows whether an update refreshed
 it (a write of an unchanged value included).
 """
@@ -21,11 +26,14 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 import traitlets
 
-from kvlab.plots.palette import OKABE_ITO
+from kvlab.plots.palette import GREY, OKABE_ITO
 
 STALE_TITLE_PREFIX = "⚠ not current — "
 STALE_NOTE = "not current: these are an earlier setting's results; the settings on screen fail (see above)"
 STALE_PANEL_CLASS = "kvlab-stale"
+PENDING_TITLE_PREFIX = "⏳ computing… — "
+PENDING_NOTE = "computing for the settings on screen; the numbers below are the previous setting's"
+PENDING_PANEL_CLASS = "kvlab-pending"
 
 
 class NumberPanel(widgets.HTML):
@@ -43,7 +51,7 @@ class NumberPanel(widgets.HTML):
 
 def mark_figure_stale(fig: go.FigureWidget, note: str = STALE_NOTE) -> None:
     """Veil ``fig`` and prefix its title, in one message to the browser (idempotent)."""
-    title = fig.layout.title.text or ""
+    title = (fig.layout.title.text or "").removeprefix(PENDING_TITLE_PREFIX)
     if title.startswith(STALE_TITLE_PREFIX):
         return
     with fig.batch_update():
@@ -70,3 +78,33 @@ def clear_panel(panel: widgets.HTML, note: str = STALE_NOTE) -> None:
 def panel_is_stale(panel: widgets.HTML) -> bool:
     """True while ``panel`` shows the note of :func:`clear_panel` instead of numbers."""
     return f'class="{STALE_PANEL_CLASS}"' in panel.value
+
+
+def mark_figure_pending(fig: go.FigureWidget) -> None:
+    """Prefix ``fig``'s title with "⏳ computing…" in grey, in one message (idempotent; a figure
+    with nothing drawn yet or already marked not current is left alone)."""
+    title = fig.layout.title.text or ""
+    if not fig.data or title.startswith((PENDING_TITLE_PREFIX, STALE_TITLE_PREFIX)):
+        return
+    with fig.batch_update():
+        fig.layout.title.text = PENDING_TITLE_PREFIX + title
+        fig.layout.title.font.color = GREY
+
+
+def figure_is_pending(fig: go.Figure) -> bool:
+    """True while ``fig`` carries the computing mark."""
+    return (fig.layout.title.text or "").startswith(PENDING_TITLE_PREFIX)
+
+
+def mark_panel_pending(panel: widgets.HTML, note: str = PENDING_NOTE) -> None:
+    """Dim a panel's numbers under a "⏳ computing…" line (idempotent; an empty panel, or one whose
+    numbers are already hidden, is left alone)."""
+    if not panel.value or panel_is_pending(panel) or panel_is_stale(panel):
+        return
+    panel.value = (f'<div class="{PENDING_PANEL_CLASS}"><div style="color:{GREY};font-style:italic">'
+                   f'⏳ {html.escape(note)}</div><div style="opacity:0.4">{panel.value}</div></div>')
+
+
+def panel_is_pending(panel: widgets.HTML) -> bool:
+    """True while ``panel`` carries the computing mark of :func:`mark_panel_pending`."""
+    return panel.value.startswith(f'<div class="{PENDING_PANEL_CLASS}">')

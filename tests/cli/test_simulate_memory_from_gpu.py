@@ -28,7 +28,8 @@ def test_pipeline_stages_split_the_weights(capsys):
 def test_the_triton_moe_kernel_reaches_simulate(capsys):
     # gpt-oss-120b with Hopper-swizzled MXFP4 experts: weights 68,767,784,960 B, activations
     # 8192 x 2880 x 36 + 1 GiB = 1,923,088,384 B
-    out = simulate_json(capsys, ["--model", "gpt-oss-120b", "--moe-kernel", "triton", "--max-model-len", "32768"])
+    out = simulate_json(capsys, ["--model", "gpt-oss-120b", "--moe-kernel", "triton",
+                                 "--max-model-len", "32768"])
     assert out["kv_cache_memory_estimate_bytes"] == 76_516_989_861 - 68_767_784_960 - 1_923_088_384
 
 

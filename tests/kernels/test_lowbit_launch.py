@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvlab.kernels.lowbit_launch import LowBitLaunch, choose_lowbit_launch, wave_balanced_splits
+from kvlab.kernels.lowbit_launch import LowBitLaunch, choose_lowbit_launch, prefill_rows, wave_balanced_splits
 
 
 @pytest.mark.parametrize("programs, sms, resident, steps, want", [
@@ -24,23 +24,32 @@ def _launch(kivi, batch, *, prefill=False, seq_len=32768, **given):
 
 
 def test_full_decode_grids():
-    # B=64 x 8 KV heads = 512 programs: int4 one 128-key tile a step, capped for 4 programs per SM
-    assert _launch(False, 64) == LowBitLaunch(128, 1, 1, 128)
-    # KIVI: 64-key tiles, 4 a step (32768 / 256 = 128 steps), capped at 168, 3 segments (above)
-    assert _launch(True, 64) == LowBitLaunch(64, 4, 3, 168)
+    # B=64 x 8 KV heads = 512 programs: int4 one 128-key tile a step on 4 warps, capped for 4 programs per SM
+    assert _launch(False, 64) == LowBitLaunch(128, 1, 1, 128, 4)
+    # KIVI: 64-key tiles on 2 warps, uncapped: 4 resident per SM, waves of 528 hold 512 (97%): unsplit
+    assert _launch(True, 64) == LowBitLaunch(64, 1, 1, None, 2)
 
 
 def test_short_decode_grids_split_without_step_or_cap():
-    # B=1: 8 programs; KIVI aims at 4 programs x 132 SMs = 528 -> 66 segments; int4 at 264 -> 33
-    assert _launch(True, 1) == LowBitLaunch(64, 1, 66, None)
-    assert _launch(False, 1) == LowBitLaunch(128, 1, 33, None)
+    # B=1: 8 programs. KIVI aims at 2 programs x 132 SMs = 264 -> 33 segments, on 4 warps;
+    # int4 switches to 64-key tiles on 2 warps and aims at 4 x 132 = 528 -> 66 segments
+    assert _launch(True, 1) == LowBitLaunch(64, 1, 33, None, 4)
+    assert _launch(False, 1) == LowBitLaunch(64, 1, 66, None, 2)
+    # B=16: 128 programs -> 528 // 128 = 4 segments for int4, 264 // 128 = 2 for KIVI
+    assert _launch(False, 16) == LowBitLaunch(64, 1, 4, None, 2)
+    assert _launch(True, 16) == LowBitLaunch(64, 1, 2, None, 4)
 
 
 def test_prefill_and_interpreter_and_given_options():
-    # 2,048 new tokens in blocks of 16 queries: 128 x 8 = 1024 programs, no split, no cap
+    # 2,048 new tokens in blocks of 16 queries: 128 x 8 = 1024 programs, no split, no cap;
+    # 4-bit codes on 4 warps, 2-bit codes on 8 (their programs hold 128 rows: prefill_rows)
     assert choose_lowbit_launch(kivi=True, prefill=True, num_programs=1024, max_seq_len=8192, block_size=16,
-                                num_sms=132) == LowBitLaunch(64, 1, 1, None)
+                                num_sms=132) == LowBitLaunch(64, 1, 1, None, 4)
+    assert choose_lowbit_launch(kivi=True, prefill=True, num_programs=512, max_seq_len=8192, block_size=16,
+                                num_sms=132, bits=2) == LowBitLaunch(64, 1, 1, None, 8)
+    assert (prefill_rows(2), prefill_rows(4)) == (128, 64)
     assert choose_lowbit_launch(kivi=True, prefill=False, num_programs=512, max_seq_len=300, block_size=32,
-                                num_sms=None) == LowBitLaunch(32, 1, 1, None)
-    assert _launch(True, 64, tiles_per_step=2, num_splits=1, max_registers=255) == LowBitLaunch(64, 2, 1, 255)
-    assert _launch(False, 64, tile_n=64) == LowBitLaunch(64, 1, 1, 128)
+                                num_sms=None) == LowBitLaunch(32, 1, 1, None, 4)
+    assert _launch(True, 64, tiles_per_step=2, num_splits=1, max_registers=255,
+                   num_warps=4) == LowBitLaunch(64, 2, 1, 255, 4)
+    assert _launch(False, 64, tile_n=64) == LowBitLaunch(64, 1, 1, 128, 4)

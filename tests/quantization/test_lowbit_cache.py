@@ -37,9 +37,24 @@ def test_allocate_dispatches_and_poisons():
     cache = PagedKVCache.allocate("kivi2", 4, 16, 2, 64)
     assert isinstance(cache, LowBitPagedCache)
     assert cache.key_codes.shape == (4, 16, 2, 16) and cache.key_scale.shape == (4, 2, 64)
-    assert cache.value_scale.shape == (4, 16, 2, 2)
+    assert cache.value_scale.shape == (4, 2, 2, 16)  # token-minor values
     k, v = cache.gather(torch.tensor([1, 2]), 20)
     assert torch.isnan(k).all() and torch.isnan(v).all()
+
+
+def test_where_one_int4_token_lands_worked_by_hand():
+    """Slot 17 (block 1, offset 1), head 1, K = V = [7, -7, 0, 3.5]: scale 7 / 7 = 1, codes
+    q + 8 = [15, 1, 8, 12] (3.5 rounds half to even, to 4), bytes 15 | 1 << 4 = 31 and 8 | 12 << 4 = 200.
+    Keys are token-major ([block, offset, head, byte]); values token-minor ([block, head, byte, offset])."""
+    cache = PagedKVCache.allocate("int4_per_token_head", 2, 16, 2, 4)
+    x = torch.zeros(1, 2, 4)
+    x[0, 1] = torch.tensor([7.0, -7.0, 0.0, 3.5])
+    x[0, 0] = torch.tensor([1.0, 2.0, 3.0, 4.0])  # head 0 of the same token, elsewhere
+    cache.write(x, x, torch.tensor([17]))
+    assert cache.key_codes[1, 1, 1].tolist() == [31, 200]
+    assert cache.value_codes[1, 1, :, 1].tolist() == [31, 200]
+    assert cache.value_codes[1, 1, :, 0].tolist() == [0, 0] and cache.value_codes[0].eq(0).all()
+    assert cache.key_scale[1, 1, 1] == 1.0 and cache.value_scale[1, 1, 1] == 1.0
 
 
 def test_int4_cache_error_within_half_step(gen):

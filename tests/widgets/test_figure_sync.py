@@ -77,3 +77,51 @@ def test_a_stale_mark_is_removed_and_never_reaches_the_source_figure(mode, rng):
     assert not figure_is_stale(widget)
     assert widget.layout.shapes == () and widget.layout.annotations == ()
     _assert_same(widget, source)
+
+
+def _messages(widget: go.FigureWidget) -> list[str]:
+    """Record the names of the messages the widget sends to the browser (each costs it a redraw)."""
+    sent: list[str] = []
+    for name in ("_send_addTraces_msg", "_send_deleteTraces_msg", "_send_restyle_msg",
+                 "_send_relayout_msg", "_send_update_msg"):
+        original = getattr(widget, name)
+
+        def record(*args, _original=original, _name=name, **kwargs):
+            sent.append(_name.removeprefix("_send_").removesuffix("_msg"))
+            return _original(*args, **kwargs)
+
+        setattr(widget, name, record)
+    return sent
+
+
+def test_the_layout_goes_between_delete_and_add_and_an_unchanged_figure_sends_nothing(mode, rng):
+    widget = SharedBundleFigureWidget()
+    first = _figure([rng.normal(size=6)], "first")
+    sync_figure(widget, first)
+    sent = _messages(widget)
+    second = _figure([rng.normal(size=6), rng.normal(size=6)], "second")
+    sync_figure(widget, second)
+    # the new data is drawn once, after the layout: delete (empty figure), layout, add
+    assert sent == ["deleteTraces", "update", "addTraces"]
+    _assert_same(widget, second)
+    sent.clear()
+    sync_figure(widget, _figure([y.copy() for y in (d.y for d in second.data)], "second"))  # equal copies
+    assert sent == []
+    sync_figure(widget, _figure([np.asarray(d.y) for d in second.data], "second, retitled"))
+    assert sent == ["update"]  # same traces: only the layout
+    assert widget.layout.title.text == "second, retitled"
+    new_data = [np.asarray(d.y) + 1.0 for d in second.data]
+    sync_figure(widget, _figure(new_data, "second, retitled"))
+    assert sent == ["update", "deleteTraces", "addTraces"]  # same layout: only the traces
+    _assert_same(widget, _figure(new_data, "second, retitled"))
+
+
+def test_a_stale_mark_on_an_unchanged_figure_is_still_removed(mode, rng):
+    widget = SharedBundleFigureWidget()
+    source = _figure([rng.normal(size=4)], "answer", annotations=[{"text": "a", "x": 0, "y": 0}])
+    sync_figure(widget, source)
+    mark_figure_stale(widget)
+    sent = _messages(widget)
+    sync_figure(widget, source)
+    assert sent == ["update"] and not figure_is_stale(widget)
+    _assert_same(widget, source)

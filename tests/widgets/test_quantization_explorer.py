@@ -64,7 +64,9 @@ def _heat(explorer, which: int) -> np.ndarray:
     trace = explorer.figures["heatmap"].data[which]
     err = _grid(trace, trace.customdata)
     floor = 10.0 ** explorer.figures["heatmap"].layout.coloraxis.cmin
-    np.testing.assert_allclose(_grid(trace, trace.z), np.log10(np.maximum(err, floor)), rtol=0, atol=1e-12)
+    # the colour value travels as float32 (it only picks the colour): equal to float32's precision
+    assert np.asarray(trace.z).dtype == np.float32
+    np.testing.assert_allclose(_grid(trace, trace.z), np.log10(np.maximum(err, floor)), rtol=1e-6, atol=1e-6)
     return err
 
 

@@ -1,0 +1,178 @@
+"""Prefill over a low-bit cache by dequantizing first: each K/V block once, then the 16-bit kernel.
+
+The fused low-bit kernel (:mod:`kvlab.kernels.lowbit_attention`) dequantizes a K/V tile inside every
+program that reads it. In decode that is once per tile; in prefill every query block of a head reads
+every tile of its context again, so a 2,048-token chunk dequantizes each tile up to 128 times.
+This path does it once: a small kernel writes the blocks the batch reads as 16-bit K/V into a
+compact scratch cache (its own block ids, ``[used blocks, B, H, D]``), and the 16-bit paged-attention
+kernel (:mod:`kvlab.kernels.attention`) runs over it. The scratch costs ``used blocks × B × H ×
+(D + Dv) × 2`` bytes for the duration of the call (32 MiB for 8,192 tokens of 8 heads of 128).
+
+Values: KIVI ``code · s + z`` and int4 ``(code − 8) · s`` in fp32, rounded once to the query's dtype
+(bf16/fp16, fp32 for fp32 queries); blocks still in the KIVI residual are copied from their bf16 pages.
+A never-written slot reads NaN scales and comes out NaN, as in the fused kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from kvlab.cache.batch import AttentionBatch
+from kvlab.cache.lowbit_cache import LowBitPagedCache
+from kvlab.cache.paged_cache import PagedKVCache
+from kvlab.kernels.attention import PagedAttentionCall, prepare_paged_attention
+from kvlab.kernels.dtypes import triton_dtype
+from kvlab.kernels.launch_config import next_pow2
+from kvlab.kernels.numerics import to_fp32, to_storage
+from kvlab.kernels.runtime import INTERPRET, tl, triton
+from kvlab.quantization.lowbit import INT4_OFFSET
+from kvlab.quantization.schemes import get_scheme
+
+
+@triton.jit
+def _dequantize_rows(codes, s, z, r, from_res, BITS: tl.constexpr, KIVI: tl.constexpr, OFFSET: tl.constexpr,
+                     INTERPRET_: tl.constexpr):
+    """Real values (fp32) of codes ``[B, W/P, P]`` (low ``BITS`` bits) with their scales ``s`` and zero
+    points ``z`` (KIVI; residual rows ``r`` where ``from_res``) or per-token scales ``s`` (int4)."""
+    c = codes & ((1 << BITS) - 1)
+    if KIVI:
+        x = c.to(tl.float32) * to_fp32(s, INTERPRET_) + to_fp32(z, INTERPRET_)
+        x = tl.where(from_res, to_fp32(r, INTERPRET_), x)
+    else:
+        x = (c.to(tl.int32) - OFFSET).to(tl.float32) * s
+    return x
+
+
+@triton.jit
+def _dequantize_blocks_kernel(
+    blocks_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
+    k_out_ptr, v_out_ptr,
+    NUM_KV_HEADS: tl.constexpr, BLOCK_SIZE: tl.constexpr, D: tl.constexpr, DP_PAD: tl.constexpr,
+    DV: tl.constexpr, DVP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, G: tl.constexpr,
+    KIVI: tl.constexpr, OFFSET: tl.constexpr, OUT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr,
+):
+    i = tl.program_id(0)
+    head = tl.program_id(1)
+    blk = tl.load(blocks_ptr + i).to(tl.int64)
+    t = tl.arange(0, BLOCK_SIZE)[:, None, None]  # [B, 1, 1]
+    kk = tl.arange(0, P)[None, None, :]
+    row = (blk * BLOCK_SIZE + t) * NUM_KV_HEADS + head  # token-major rows of this head
+    out_row = (i * BLOCK_SIZE + t) * NUM_KV_HEADS + head  # the scratch cache's rows
+    page = tl.full([1, 1, 1], -1, tl.int64)
+    if KIVI:
+        page = tl.load(rpage_ptr + blk + t * 0).to(tl.int64)  # [B, 1, 1], one value
+    from_res = page >= 0
+    res_row = (page * BLOCK_SIZE + t) * NUM_KV_HEADS + head
+
+    # keys, token-major codes [B, D/P]: channel j·P + k at bits k·BITS of byte j
+    j = tl.arange(0, DP_PAD)[None, :, None]
+    ch = j * P + kk  # [1, D/P, P]
+    cm = ch < D
+    b = tl.load(kc_ptr + row * (D // P) + j, mask=j < D // P, other=0)
+    codes = b >> (kk * BITS)
+    if KIVI:
+        per_channel = (blk * NUM_KV_HEADS + head) * D + ch
+        s = tl.load(ks_ptr + per_channel, mask=cm, other=0.0)
+        z = tl.load(kz_ptr + per_channel, mask=cm, other=0.0)
+        r = tl.load(rk_ptr + res_row * D + ch, mask=cm & from_res, other=0.0)
+    else:
+        s = tl.load(ks_ptr + row)
+        z = s
+        r = s
+    x = _dequantize_rows(codes, s, z, r, from_res, BITS, KIVI, OFFSET, INTERPRET_)
+    tl.store(k_out_ptr + out_row * D + ch, to_storage(x, OUT_DTYPE, INTERPRET_), mask=cm)
+
+    # values, token-minor codes [blocks, H, Dv/P, B]; KIVI scales [blocks, H, Dv/G, B]
+    jv = tl.arange(0, DVP_PAD)[None, :, None]
+    vch = jv * P + kk
+    vm = vch < DV
+    head_base = (blk * NUM_KV_HEADS + head) * BLOCK_SIZE
+    b = tl.load(vc_ptr + head_base * (DV // P) + jv * BLOCK_SIZE + t, mask=jv < DV // P, other=0)
+    codes = b >> (kk * BITS)
+    if KIVI:
+        grp = head_base * (DV // G) + (vch // G) * BLOCK_SIZE + t
+        s = tl.load(vs_ptr + grp, mask=vm, other=0.0)
+        z = tl.load(vz_ptr + grp, mask=vm, other=0.0)
+        r = tl.load(rv_ptr + res_row * DV + vch, mask=vm & from_res, other=0.0)
+    else:
+        s = tl.load(vs_ptr + row)
+        z = s
+        r = s
+    x = _dequantize_rows(codes, s, z, r, from_res, BITS, KIVI, OFFSET, INTERPRET_)
+    tl.store(v_out_ptr + out_row * DV + vch, to_storage(x, OUT_DTYPE, INTERPRET_), mask=vm)
+
+
+def _compact_blocks(batch: AttentionBatch, block_size: int) -> tuple[torch.Tensor, list[list[int]]]:
+    """The distinct blocks the batch reads, and each sequence's block table in their order."""
+    host = batch.block_table.cpu()
+    rows = [host[i, : -(-n // block_size)].long() for i, n in enumerate(batch.seq_lens.cpu().tolist())]
+    used = torch.unique(torch.cat(rows)) if rows else torch.zeros(0, dtype=torch.long)
+    index = {int(b): k for k, b in enumerate(used.tolist())}
+    return used.to(torch.int32), [[index[int(b)] for b in r.tolist()] for r in rows]
+
+
+@dataclass(eq=False)
+class DequantizedPrefillCall:
+    """A validated dequantize-then-attend call; :meth:`run` launches both kernels (no host work).
+
+    Attributes:
+        out: the output; ``scratch``: the compact 16-bit cache it fills; ``batch``: the call's batch
+        with block tables into ``scratch``; ``attention``: the 16-bit call.
+    """
+
+    out: torch.Tensor
+    scratch: PagedKVCache
+    batch: AttentionBatch
+    attention: PagedAttentionCall
+    _launch: tuple = field(repr=False)
+
+    # the launch shape, named as on LowBitAttentionCall (the 16-bit kernel's; benchmark tables)
+    num_splits = property(lambda self: self.attention.tiling.num_splits)
+    tile_n = property(lambda self: self.attention.tiling.tile_n)
+    block_m = property(lambda self: self.attention.tiling.block_m)
+    num_warps = property(lambda self: self.attention.tiling.num_warps)
+    tiles_per_step = 1
+    options = property(lambda self: dict(num_stages=self.attention.tiling.num_stages,
+                                         maxnreg=self.attention.tiling.max_registers))
+
+    def run(self) -> torch.Tensor:
+        """Dequantize the batch's blocks into :attr:`scratch`, then run attention; returns :attr:`out`."""
+        grid, args, consts = self._launch
+        if grid[0]:
+            _dequantize_blocks_kernel[grid](*args, **consts)
+        return self.attention.run()
+
+
+def prepare_dequantized_prefill(query: torch.Tensor, cache: LowBitPagedCache, batch: AttentionBatch, *,
+                                scale: float | None = None, sliding_window: int | None = None,
+                                softcap: float | None = None, out: torch.Tensor | None = None
+                                ) -> DequantizedPrefillCall:
+    """Prepare attention over a low-bit cache that dequantizes the batch's blocks once (module docstring).
+
+    Arguments as :func:`kvlab.kernels.lowbit_attention_call.lowbit_paged_attention`; the block tables
+    are read on the host once, here.
+    """
+    bs, nkv, d, dv = cache.block_size, cache.num_kv_heads, cache.head_size, cache.head_size_v
+    used, tables = _compact_blocks(batch, bs)
+    dtype = query.dtype
+    n = max(1, used.numel())
+    dev = query.device
+    scratch = PagedKVCache(get_scheme("auto", dtype), torch.empty(n, bs, nkv, d, dtype=dtype, device=dev),
+                           torch.empty(n, bs, nkv, dv, dtype=dtype, device=dev))
+    local = AttentionBatch.from_lengths(batch.query_lens, batch.seq_lens.cpu().tolist(), tables or [[0]],
+                                        device=query.device)
+    attention = prepare_paged_attention(query, scratch, local, scale=scale, sliding_window=sliding_window,
+                                        softcap=softcap, out=out)
+    sch, kivi, dummy = cache.scheme, cache.is_kivi, cache.key_scale
+    args = (used.to(query.device), cache.key_codes, cache.value_codes, cache.key_scale, cache.value_scale,
+            cache.key_zero if kivi else dummy, cache.value_zero if kivi else dummy,
+            cache.residual_key if kivi else dummy, cache.residual_value if kivi else dummy,
+            cache.residual_page if kivi else dummy, scratch.key, scratch.value)
+    p = sch.codes_per_byte
+    consts = dict(NUM_KV_HEADS=nkv, BLOCK_SIZE=bs, D=d, DP_PAD=next_pow2(d // p), DV=dv,
+                  DVP_PAD=next_pow2(dv // p), BITS=sch.bits, P=p, G=sch.group_size or 16, KIVI=kivi,
+                  OFFSET=INT4_OFFSET, OUT_DTYPE=triton_dtype(dtype), INTERPRET_=INTERPRET)
+    return DequantizedPrefillCall(attention.out, scratch, local, attention,
+                                  ((used.numel(), nkv), args, consts))
