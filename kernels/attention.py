@@ -174,11 +174,14 @@ def prepare_paged_attention(
     decode_only = batch.max_query_len <= 1
     sch = cache.scheme
     num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
+    dot_dtype, p_dtype, precision = _dot_types(query.dtype, cache, fp8_half_dots)
+    q_pow2_scale = dot_dtype == torch.float16 and query.dtype == torch.bfloat16
     if tiling is None:
         tiling = choose_tiling(
             group=group, head_size=head_size, head_size_v=hv, kv_element_bytes=sch.element_bytes,
             max_query_len=batch.max_query_len, max_seq_len=batch.max_seq_len, num_tokens=num_tokens,
             num_seqs=batch.num_seqs, num_kv_heads=nkv, num_sms=num_sms, num_splits=num_splits,
+            scaled_query=q_pow2_scale,
         )
     if tiling.block_m < group:
         raise ValueError(f"tiling.block_m ({tiling.block_m}) must hold the {group} query heads of a KV head")
@@ -193,7 +196,6 @@ def prepare_paged_attention(
     qk_scale, out_scale = sigma, 1.0
     if mode == QuantMode.FP8_PER_TENSOR:
         qk_scale, out_scale = sigma * cache.k_scale, cache.v_scale
-    dot_dtype, p_dtype, precision = _dot_types(query.dtype, cache, fp8_half_dots)
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits
 
@@ -228,7 +230,7 @@ def prepare_paged_attention(
         DOT_DTYPE=triton_dtype(dot_dtype), P_DTYPE=triton_dtype(p_dtype), DOT_PRECISION=precision,
         OUT_DTYPE=triton_dtype(query.dtype),
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=splits > 1,
-        Q_POW2_SCALE=dot_dtype == torch.float16 and query.dtype == torch.bfloat16,
+        Q_POW2_SCALE=q_pow2_scale,
         INTERPRET_=INTERPRET,
         # prefill loads each key's scales of all KV heads as one row (see attention_tile.tile_scales)
         SCALES_BY_TOKEN=not decode_only and nkv & (nkv - 1) == 0 and nkv <= 16,

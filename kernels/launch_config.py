@@ -20,10 +20,14 @@ The two questions a launch must answer:
   tiles in all, so that a short sequence still has work for every multiprocessor; then each
   program's key range is cut into ``min(P / (B × Hkv), its tiles, 128)`` segments: one wave of
   ``P`` programs, each streaming an equal share.
-* **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; over a
-  16-bit cache at head size 128, 256 rows on 16 warps. Query blocks are launched last-first: under
-  causal attention the last blocks see the most keys, and launched first they no longer finish
-  alone at the end of the grid (8,192 tokens from an empty cache: 1368 against 1506 µs in order).
+* **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; at head
+  size 128 (16- or 8-bit cache), two such programs per multiprocessor (registers capped at 128, 2
+  stages), so that one program's softmax and tile conversion overlap the other's tensor-core work
+  (before: 256 rows on 16 warps for 16-bit caches, 7% slower; still so for bf16 queries over an
+  fp16 cache, whose query scaling does not fit the register cap). Query blocks are launched
+  last-first: under causal attention the last blocks see the most keys, and launched first they no
+  longer finish alone at the end of the grid (8,192 tokens from an empty cache: 1368 against 1506 µs
+  in order).
 * **Registers.** A program's K and V tiles, converted for the tensor cores, live in registers; for
   8-bit caches the compiler takes 210 per thread, which leaves room for only two programs per
   multiprocessor. When more programs than that want to run, a cap of 128 (``max_registers``) lets
@@ -77,13 +81,24 @@ DECODE_TILE_BYTES: int = 16384
 DECODE_STAGES: int = 2
 #: Rows (query positions × heads of a group) of a prefill program at head size <= 128.
 PREFILL_BLOCK_M: int = 128
-#: Rows of a prefill program over a 16-bit cache at head size 128 exactly: 256 rows on 16 warps (the
-#: fp32 accumulator is still 64 values per thread), so each K/V tile serves twice the rows. Measured
-#: on an H100 (benchmarks/kernel_notes.md, v16), both launched longest first: bf16, the 2,048-token
-#: chunk over 8,192 in 593 µs against 662 µs for 128 rows on 8 warps, 8,192 tokens from an empty
-#: cache in 1368 µs against 1527 µs. 8-bit caches keep 128 rows: with 256, per-tensor fp8 ran 6%
-#: slower (861 against 810 µs on the chunk) and int8 per-token-head gained only 1% (1001 / 1014 µs).
-PREFILL_BLOCK_M_16BIT_HEAD128: int = 256
+#: Prefill at head size 128 (16- and 8-bit caches) runs two 128-row, 8-warp programs per
+#: multiprocessor: registers capped at 128 (65,536 / 512 threads) and 2 pipeline stages (96 KB of
+#: shared memory for bf16, 64 KB for 8-bit), so two programs fit. In different phases, one
+#: program's softmax (and an 8-bit tile's conversion) runs while the other's tensor cores work: the
+#: overlap FlashAttention-3 gets by alternating two warpgroups of one program ("ping-pong"). Offline
+#: (sm_90) the cap spills 208 (bf16), 128 (fp8) and 216 (int8 per-token-head) bytes per thread.
+#: Measured on an H100 (benchmarks/kernel_notes.md, v20), against the rules before (16-bit: 256
+#: rows on 16 warps, one program; 8-bit: 128 rows uncapped, 3 stages, one program): bf16 on the
+#: 2,048-token chunk over 8,192 574 against 591 µs, from an empty cache 1271 against 1369 µs;
+#: fp8_e4m3 743-764 against 801 µs and 1657-1781 against 1786 µs; int8 per-token-head 903-927
+#: against 1008 µs and 2025-2031 against 2259 µs.
+PREFILL_MAX_REGISTERS_PAIRED: int = 128
+PREFILL_STAGES_PAIRED: int = 2
+#: Rows of a prefill program at head size 128 when the kernel scales bf16 queries into an fp16
+#: cache's range: one 256-row program on 16 warps per multiprocessor (the rule before paired
+#: programs). The scaling keeps the query live in fp32, and paired programs capped at 128 registers
+#: ran slower there on an H100 (v20): 640 against 603 µs on the chunk, 1489 against 1409 µs.
+PREFILL_BLOCK_M_SCALED_QUERY: int = 256
 #: Register cap of decode programs over 8-bit caches. Uncapped, the compiler gives the int8 kernel
 #: (128-key tiles) 210 registers per thread, so only two 4-warp programs fit on a multiprocessor
 #: (Nsight Compute on an H100: 12.5% theoretical occupancy, DRAM at 68% of peak). Capped at 128 it
@@ -188,6 +203,7 @@ def choose_tiling(
     num_kv_heads: int,
     num_sms: int | None,
     num_splits: int | None = None,
+    scaled_query: bool = False,
 ) -> AttentionTiling:
     """The launch shape for one batch.
 
@@ -201,11 +217,15 @@ def choose_tiling(
         num_kv_heads: KV heads.
         num_sms: multiprocessors (``None`` in the interpreter).
         num_splits: force a split count (``None`` = choose).
+        scaled_query: the kernel scales the query into fp16's range (bf16 queries over an fp16
+            cache); prefill then keeps one 256-row program per multiprocessor (see
+            :data:`PREFILL_BLOCK_M_SCALED_QUERY`).
     """
     dpad = max(16, next_pow2(max(head_size, head_size_v)))
     decode = max_query_len <= 1
     rows_for_group = max(16, next_pow2(group))
     warps = 4
+    paired = False
     if decode:
         block_m = rows_for_group
         block_q = 1
@@ -216,15 +236,20 @@ def choose_tiling(
         # The fp32 accumulator (block_m × head) stays in registers: 16K values over 8 warps (64 per
         # thread) at head size 128. 128 rows × 64 keys per step is the tile FlashAttention-2 uses on
         # this class of GPU; the previous 64 rows × 64 keys on 4 warps measured 249 TFLOP/s on an H100.
-        # 16-bit cache, head size 128: 256 rows on 16 warps keep the same 64 accumulator values per thread
-        wide = dpad == 128 and kv_element_bytes >= 2
-        rows = PREFILL_BLOCK_M_16BIT_HEAD128 if wide else min(PREFILL_BLOCK_M, 16384 // dpad)
+        rows = min(PREFILL_BLOCK_M, 16384 // dpad)
+        if scaled_query and dpad == 128:
+            rows = PREFILL_BLOCK_M_SCALED_QUERY
         block_m = max(rows_for_group, rows)
         block_q = max(1, block_m // group)
         tile_n = min(64, max(16, 8192 // dpad))
         stages = 3
         warps = 16 if block_m >= 256 else 8 if block_m >= 128 else 4
         cap = False
+        # head size 128, 16- or 8-bit cache: two programs per multiprocessor (registers capped, 2
+        # stages), so that one's softmax and tile conversion run while the other's tensor cores work
+        paired = kv_element_bytes <= 2 and dpad == 128 and block_m == 128
+        if paired:
+            stages = PREFILL_STAGES_PAIRED
     programs = query_block_count(num_tokens, num_seqs, block_q, decode) * num_kv_heads
     per_sm = SPLIT_PROGRAMS_PER_SM_CAPPED if cap else SPLIT_PROGRAMS_PER_SM
     if decode and num_splits is None and num_sms is not None:
@@ -238,6 +263,8 @@ def choose_tiling(
     # int8, B=1 at 33 segments, 264 programs, was slower capped, 53.1 µs against 47.6 µs).
     crowded = num_sms is not None and programs * num_splits > NO_SPLIT_PROGRAMS_PER_SM * num_sms
     max_registers = DECODE_MAX_REGISTERS_8BIT if cap and crowded else None
+    if not decode and paired:
+        max_registers = PREFILL_MAX_REGISTERS_PAIRED
     return AttentionTiling(block_m=block_m, block_q=block_q, tile_n=tile_n, num_warps=warps,
                            num_stages=stages, num_splits=num_splits, max_registers=max_registers,
                            longest_first=not decode)

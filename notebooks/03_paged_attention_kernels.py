@@ -140,8 +140,13 @@ if results:
 #   included. There are too few bytes to save: the time is launch and memory latency, not bandwidth.
 # * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.1–1.2×) or batch 16 at 1,024
 #   tokens (1.2–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3–1.4×.
-# * **Large batches** (64): 1.5–1.75×. bfloat16 there already streams at the copy bandwidth (94–102 %),
-#   the 1-byte kernels at 70–91 %: half the bytes, but not quite half the time.
+# * **Large batches** (64): 1.6–1.76×. bfloat16 there already streams at the copy bandwidth (93–101 %),
+#   the 1-byte kernels at 74–90 %: half the bytes, but not quite half the time. (One row, INT8 at
+#   32,768 tokens, reads 1.43×: in this run of the whole benchmark it took 1,979 µs, timed alone
+#   1,670 µs; `benchmarks/README.md` has the details.)
+# * On an H200, with 1.4× the H100's bandwidth and the same multiprocessors, bfloat16 at batch 64 gets
+#   1.4–1.5× faster and the 1-byte kernels barely move: they are limited by the work of converting
+#   codes, not by bytes (`benchmarks/results/decode_NVIDIA_H200.csv`).
 #
 # "Faster than PyTorch" means little without saying which PyTorch. Every row of the benchmark is timed
 # in the same run against torch SDPA on contiguous bf16 K/V twice: with its default dispatch (which
@@ -171,7 +176,7 @@ if results:
 
 # %% [markdown]
 # There the per-tensor fp8 cache costs about 1.3× the time of bfloat16 and the per-token-head
-# formats 1.6–1.75×: a quantized cache saves memory in prefill, not time. (The 8-bit codes must be
+# formats 1.5–1.65×: a quantized cache saves memory in prefill, not time. (The 8-bit codes must be
 # converted for the tensor cores and pass through shared memory once more; bfloat16 tiles go
 # straight from the copy to the matrix units.)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvlab.bench.config import BenchConfig
-from kvlab.kernels.launch_config import MAX_SPLITS, AttentionTiling, next_pow2
+from kvlab.kernels.launch_config import AttentionTiling
 
 #: ``(kind, batch, context, query_len)`` of an attention case.
 Case = tuple[str, int, int, int]
@@ -58,48 +58,30 @@ class Sweep:
 def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
     """The candidates behind the open launch questions of :mod:`kvlab.kernels.launch_config`.
 
-    * 8-bit decode in narrow programs: 64-key tiles on 2 warps, split so that the grid holds 8
-      programs per multiprocessor (the same 16 warps as the rule's four 4-warp programs, in twice
-      the independent streams), at B = 1, 16, 64 over L = 1K, 8K, 32K and at B = 4, 32 over 8K;
-      at B=64 that is two segments, which fill the slots that 512 unsplit narrow programs left half
-      empty (26% slower in round 4). At L = 32K and B = 1, 16 also 32-key tiles on 1 warp (16
-      programs per multiprocessor; offline they spill 224 bytes per thread under the cap).
-    * Per-tensor fp8 read through fp16 dots (``fp8_half_dots``): the codes go to fp16 by the
-      hardware's paired conversion (``cvt.rn.f16x2.e4m3x2``, one instruction per two codes; there is
-      none to bf16) instead of the bit moves to bf16, the bf16 query is scaled into fp16 by a power
-      of two (exact), ``p`` is rounded to fp16 (finer than bf16). Prefill (also with 256 rows on 16
-      warps) and decode at L = 32K, B = 1, 16, 64.
+    Prefill (the 2,048-token chunk over 8,192 and 8,192 tokens from an empty cache), paired programs:
+    the rule runs two 128-row, 8-warp programs per multiprocessor at head size 128 (registers capped
+    at 128, 2 stages), so that one's softmax and tile conversion overlap the other's tensor-core
+    work. Timed beside the rules before it (16-bit caches: 256 rows on 16 warps, 3 stages; 8-bit:
+    one uncapped 128-row program, 3 stages), paired programs with 3 stages (the 8-bit ones still fit
+    twice), and four 64-row, 4-warp programs per multiprocessor (capped at 128, 2 stages).
 
-    Outcomes of this sweep are v18 and v19 in ``benchmarks/kernel_notes.md``: neither was adopted.
     Earlier sweeps (tile sizes and split counts, prefill rows, warps, stages and launch order, fp8
-    decoding, cache-write rows per program) settled the rest of the rule; their outcomes are in
-    ``benchmarks/kernel_notes.md``.
-    ``num_sms`` (multiprocessors of the GPU, 132 on an H100 or H200) sizes the split counts.
+    decoding, narrow decode programs, fp16 dots over per-tensor fp8, cache-write rows per program)
+    settled the rest of the rule; their outcomes are in ``benchmarks/kernel_notes.md``.
+    ``num_sms`` (multiprocessors of the GPU) is kept for candidates sized by the grid.
     """
-    rows = max(16, next_pow2(config.num_q_heads // config.num_kv_heads))
-    sms = num_sms
-
-    def narrow(batch, context, warps, programs_per_sm):
-        """``warps`` per program, 32 keys per warp, split to ``programs_per_sm`` programs per SM."""
-        tile_n = 32 * warps
-        programs = batch * config.num_kv_heads
-        splits = max(1, min(programs_per_sm * sms // programs, -(-context // tile_n), MAX_SPLITS))
-        return Candidate(AttentionTiling(block_m=rows, block_q=1, tile_n=tile_n, num_warps=warps,
-                                         num_stages=2, num_splits=splits, max_registers=128))
-
-    half = Candidate(None, fp8_half_dots=True)
     group = config.num_q_heads // config.num_kv_heads
-    wide_rows = Candidate(AttentionTiling(block_m=256, block_q=256 // group, tile_n=64, num_warps=16,
-                                          num_stages=3, longest_first=True), fp8_half_dots=True)
-    attention: dict[Case, list[Candidate]] = {}
-    # the cases of the open targets first (a sweep cut short by its time limit keeps what it measured)
-    for b, L in [(16, 32768), (1, 32768), (64, 32768), (0, 0), (16, 8192), (1, 8192), (64, 8192),
-                 (4, 8192), (32, 8192), (1, 1024), (16, 1024), (64, 1024)]:
-        if b == 0:
-            attention[("prefill", 1, 8192, 2048)] = [half, wide_rows]
-            attention[("prefill", 1, 8192, 8192)] = [half, wide_rows]
-            continue
-        one_warp = [narrow(b, L, 1, 16)] if L == 32768 and b < 64 else []
-        attention[("decode", b, L, 1)] = [narrow(b, L, 2, 8)] + one_warp + ([half] if L == 32768 else [])
-    return Sweep(attention, {}, decode_schemes=("int8_per_token_head", "fp8_e4m3"),
-                 prefill_schemes=("bfloat16", "fp8_e4m3", "fp8_e5m2"))
+
+    def prefill(block_m, warps, stages, regs):
+        return Candidate(AttentionTiling(block_m=block_m, block_q=block_m // group, tile_n=64,
+                                         num_warps=warps, num_stages=stages, max_registers=regs,
+                                         longest_first=True))
+
+    candidates = [prefill(256, 16, 3, None), prefill(128, 8, 3, None), prefill(128, 8, 3, 128),
+                  prefill(64, 4, 2, 128)]
+    attention: dict[Case, list[Candidate]] = {
+        ("prefill", 1, 8192, 2048): candidates,
+        ("prefill", 1, 8192, 8192): candidates,
+    }
+    return Sweep(attention, {}, prefill_schemes=("bfloat16", "fp8_e4m3", "int8_per_token_head",
+                                                 "fp8_per_token_head"))

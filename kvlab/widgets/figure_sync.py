@@ -51,8 +51,10 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
     """Make ``target`` show ``source`` (see the module docstring): changed traces are replaced (a
     delete and an add message) and a changed layout is applied in one batched message.
 
-    The layout goes between the delete and the add, while the figure has no traces: the browser then
-    draws the new data once (the add), instead of once for the add and again for the layout.
+    The layout goes between the delete and the add, while the figure has no traces: a layout change
+    that makes plotly recompute the data (a colour range, an axis) then finds none, and the new data
+    are computed once, by the add. (In the browser benchmark this was within its run-to-run noise
+    except for the block map, whose change got faster; see ``benchmarks/results/widgets_browser.csv``.)
 
     The figures' ``uirevision`` keeps the user's zoom across updates. Inside
     :func:`kvlab.plots.style.unvalidated_figures` the widget does not validate the copies either

@@ -39,21 +39,16 @@ def test_parts_pick_the_cases():
         _parse("--parts", "prefil")
 
 
-def test_sweep_times_narrow_programs_and_fp16_dots_beside_the_rule():
+def test_sweep_times_paired_prefill_programs_beside_the_previous_rules():
     from kvlab.bench.sweeps import default_sweep
 
     sweep = default_sweep(BenchConfig(), num_sms=132)
-    # B=16, L=32768: narrow programs (64 keys, 2 warps) split 8 ways fill 8 × 132 = 1056 slots with
-    # 1024 programs; 1-warp programs (32 keys) 16 ways; then fp16 dots with the rule's tiling
-    b16 = sweep.attention[("decode", 16, 32768, 1)]
-    assert [(c.tiling.tile_n, c.tiling.num_warps, c.tiling.num_splits, c.tiling.max_registers)
-            for c in b16[:2]] == [(64, 2, 8, 128), (32, 1, 16, 128)]
-    assert b16[2].tiling is None and b16[2].backend("decode") == "kvlab-triton-sweep-f16dots"
-    # B=64 (512 programs): narrow programs in two segments; one sequence of 8,192 tokens: 128 segments
-    (b64,) = sweep.attention[("decode", 64, 8192, 1)]
-    (b1,) = sweep.attention[("decode", 1, 8192, 1)]
-    assert (b64.tiling.num_splits, b1.tiling.num_splits) == (2, 128)
-    # prefill: fp16 dots with the rule's tiling, and with 256 rows on 16 warps
-    chunk = sweep.attention[("prefill", 1, 8192, 2048)]
-    assert [c.backend("prefill") for c in chunk] == ["kvlab-triton-sweep-f16dots"] * 2
-    assert chunk[0].tiling is None and (chunk[1].tiling.block_m, chunk[1].tiling.num_warps) == (256, 16)
+    for case in (("prefill", 1, 8192, 2048), ("prefill", 1, 8192, 8192)):
+        shapes = [(c.tiling.block_m, c.tiling.block_q, c.tiling.num_warps, c.tiling.num_stages,
+                   c.tiling.max_registers, c.tiling.longest_first) for c in sweep.attention[case]]
+        # the previous rules (16-bit: 256 rows on 16 warps; 8-bit: one uncapped program of 128
+        # rows; both 3 stages), paired programs with 3 stages, four capped 64-row programs
+        assert shapes == [(256, 64, 16, 3, None, True), (128, 32, 8, 3, None, True),
+                          (128, 32, 8, 3, 128, True), (64, 16, 4, 2, 128, True)]
+    assert sweep.schemes_for("prefill", ()) == ("bfloat16", "fp8_e4m3", "int8_per_token_head",
+                                                "fp8_per_token_head")
