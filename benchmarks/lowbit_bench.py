@@ -12,13 +12,14 @@ The targets it checks (printed, and written to ``lowbit_targets_<device>.csv``):
 * decode B=1: >= 60% of the measured copy bandwidth;
 * prefill: time <= 1.3 × bf16's.
 
-Each low-bit scheme is timed in a few launch shapes (``VARIANTS``: key tile, warps, pipeline stages,
-split-K; the first is the launch rule's own choice). Every shape is written to ``lowbit_sweep_<device>.csv``;
-the default launch (the rule's) goes to ``lowbit_<device>.csv`` and the targets, with the best shape
-of the sweep beside it.
+Each low-bit scheme is timed in its default path (the launch rule's shape of the fused kernel for
+decode, dequantize-first for prefill) and, for prefill, also in the fused kernel (``VARIANTS``);
+``--sweep`` adds the shapes the rule was chosen from (``SWEEP_VARIANTS``: key tile, warps, pipeline
+stages, split-K). Every shape is written to ``lowbit_sweep_<device>.csv``; the default path goes to
+``lowbit_<device>.csv`` and the targets, with the best shape of the sweep beside it.
 
 Usage (needs an NVIDIA GPU):
-``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR] [--case decode64 ...]``.
+``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR] [--case decode64 ...] [--sweep]``.
 Writes ``lowbit_<device>.csv``, ``lowbit_sweep_<device>.csv`` and ``lowbit_targets_<device>.csv`` to DIR
 (default benchmarks/results).
 """
@@ -44,19 +45,26 @@ SCHEMES = ("bfloat16", "int4_per_token_head", "kivi4", "kivi2")
 HQ, HKV, D, BS = 32, 8, 128, 16
 CASES = (("decode", 1, 32768, 1), ("decode", 64, 32768, 1), ("prefill", 1, 8192, 2048))
 #: Launch shapes tried per (case kind, batch, packed-code family): dicts of prepare_lowbit_attention
-#: options; the first ({}: the launch rule's own choice) is the default that lowbit_<device>.csv reports.
-#: ``max_registers=255`` is no cap (the hardware's limit). ``DEQUANTIZE_FIRST`` is the prefill path of
-#: :mod:`kvlab.kernels.lowbit_prefill` (dequantize the blocks once, then the 16-bit kernel).
-DEQUANTIZE_FIRST = dict(dequantize_first=True)
+#: options; the first ({}: what lowbit_paged_attention does by default, prepare_lowbit_call) is the
+#: default that lowbit_<device>.csv reports. ``max_registers=255`` is no cap (the hardware's limit).
+#: Prefill's default is the dequantize-first path of :mod:`kvlab.kernels.lowbit_prefill`; ``FUSED``
+#: times the fused kernel beside it.
+FUSED = dict(dequantize_first=False)
 VARIANTS = {
+    ("prefill", 1, "int4"): ({}, FUSED),
+    ("prefill", 1, "kivi"): ({}, FUSED),
+}
+#: The launch shapes swept before the rule was set (the rule's choices were taken from their timings,
+#: kept in ``results/lowbit_sweep_v4_…csv`` and ``lowbit_sweep_…csv``); ``--sweep`` times them again.
+SWEEP_VARIANTS = {
     ("decode", 1, "int4"): ({}, dict(num_warps=4, tile_n=128, num_splits=33)),
     ("decode", 1, "kivi"): ({}, dict(num_splits=66)),
     ("decode", 64, "int4"): ({}, dict(num_warps=2, tile_n=64)),
     ("decode", 64, "kivi"): ({}, dict(num_warps=4, tiles_per_step=2, max_registers=168, num_splits=3),
                              dict(num_warps=2, tiles_per_step=2)),
-    ("prefill", 1, "int4"): ({}, dict(prefill_rows=128, num_warps=8), DEQUANTIZE_FIRST),
-    ("prefill", 1, "kivi"): ({}, dict(prefill_rows=64, num_warps=4), dict(prefill_rows=128, num_warps=8),
-                             DEQUANTIZE_FIRST),
+    ("prefill", 1, "int4"): ({}, FUSED, dict(prefill_rows=128, num_warps=8)),
+    ("prefill", 1, "kivi"): ({}, FUSED, dict(prefill_rows=64, num_warps=4),
+                             dict(prefill_rows=128, num_warps=8)),
 }
 
 
@@ -91,16 +99,15 @@ def calls_for(scheme: str, kv: DenseKV, queries: list[torch.Tensor], query_len: 
                  for q, b in zip(queries, paged.batches, strict=True)]
         return [calls], (paged,), lambda c: (c.tiling.num_splits, c.tiling.tile_n, c.tiling.num_warps,
                                              c.tiling.num_stages, c.tiling.max_registers, 1)
-    from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention
-    from kvlab.kernels.lowbit_prefill import prepare_dequantized_prefill
+    from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention, prepare_lowbit_call
 
     cache, batches = lowbit_copies(scheme, kv, query_len, len(queries), gen)
     calls = []
     for opts in variants:  # a shape the launcher refuses is reported, and the sweep goes on
-        prepare = prepare_dequantized_prefill if opts == DEQUANTIZE_FIRST else prepare_lowbit_attention
+        # the default call (the path lowbit_paged_attention picks) or the fused kernel in a given shape
+        prepare = prepare_lowbit_call if not opts or "dequantize_first" in opts else prepare_lowbit_attention
         try:
-            calls.append([prepare(q, cache, b, **{k: v for k, v in opts.items() if k != "dequantize_first"})
-                          for q, b in zip(queries, batches, strict=True)])
+            calls.append([prepare(q, cache, b, **opts) for q, b in zip(queries, batches, strict=True)])
         except ValueError as exc:
             print(f"{scheme}: launch {opts} refused: {exc}")
             calls.append(None)
@@ -108,7 +115,7 @@ def calls_for(scheme: str, kv: DenseKV, queries: list[torch.Tensor], query_len: 
                                        c.options.get("maxnreg"), c.tiles_per_step)
 
 
-def run(out_dir: str, repeats: int, cases: tuple = CASES) -> None:
+def run(out_dir: str, repeats: int, cases: tuple = CASES, variants: dict | None = None) -> None:
     import triton
 
     ways = copy_bandwidths_gbps()
@@ -131,8 +138,9 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES) -> None:
         want = truth(queries[0], kv, meta)
         for scheme in SCHEMES:
             family = "kivi" if scheme.startswith("kivi") else "int4"
-            variants = VARIANTS.get((kind, batch, family), ({},)) if scheme != "bfloat16" else ({},)
-            all_calls, keep, shape = calls_for(scheme, kv, queries, qlen, gen, variants)
+            shapes = VARIANTS if variants is None else variants
+            tried = shapes.get((kind, batch, family), ({},)) if scheme != "bfloat16" else ({},)
+            all_calls, keep, shape = calls_for(scheme, kv, queries, qlen, gen, tried)
             nbytes = attention_bytes(scheme, batch=batch, context=context, query_len=qlen, num_q_heads=HQ,
                                      num_kv_heads=HKV, head_size=D, block_size=BS)
             for i, calls in enumerate(all_calls):
@@ -142,7 +150,7 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES) -> None:
                     us = time_graph_us([c.run for c in calls], repeats)
                     err = relative_error(calls[0].run(), want)
                 except Exception as exc:  # one failing launch shape must not lose the rest of the sweep
-                    print(f"{scheme} {kind} B={batch} variant {variants[i]}: {type(exc).__name__}: {exc}")
+                    print(f"{scheme} {kind} B={batch} variant {tried[i]}: {type(exc).__name__}: {exc}")
                     continue
                 gbps = nbytes / us / 1e3
                 splits, tile, warps, stages, cap, step = shape(calls[0])
@@ -153,14 +161,14 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES) -> None:
                                num_warps=warps, num_stages=stages,
                                max_registers=cap,
                                backend=("kvlab-triton" if i == 0 else "kvlab-triton-sweep")
-                               + ("-byte-unpack" if variants[i].get("fast_unpack") is False else "")
+                               + ("-byte-unpack" if tried[i].get("fast_unpack") is False else "")
                                + (f"-{step}-tiles-per-step" if step > 1 else "")
                                + (f"-{calls[0].block_m}-rows" if kind == "prefill" and scheme != "bfloat16"
                                   else "")
-                               + ("-dequantize-first" if variants[i] == DEQUANTIZE_FIRST else ""),
+                               + ("-dequantize-first" if hasattr(calls[0], "scratch") else ""),
                                triton=triton.__version__, torch=torch.__version__)
                 (rows if i == 0 else sweep).append(row)
-                print(format_table([row]).splitlines()[-1], variants[i] or "default", flush=True)
+                print(format_table([row]).splitlines()[-1], tried[i] or "default", flush=True)
             del all_calls, keep
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
@@ -229,6 +237,10 @@ if __name__ == "__main__":
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--case", action="append", choices=[f"{c[0]}{c[1]}" for c in CASES],
-                    help="only this case (decode1, decode64, prefill1); repeatable")
+                    help="only this case (decode1, decode64, prefill1); repeatable, run in the order given")
+    ap.add_argument("--sweep", action="store_true",
+                    help="also time the launch shapes the rule was chosen from (SWEEP_VARIANTS)")
     a = ap.parse_args()
-    run(a.out, a.repeats, tuple(c for c in CASES if a.case is None or f"{c[0]}{c[1]}" in a.case))
+    names = a.case or [f"{c[0]}{c[1]}" for c in CASES]  # in the order given: the first is measured first
+    run(a.out, a.repeats, tuple(c for n in names for c in CASES if f"{c[0]}{c[1]}" == n),
+        SWEEP_VARIANTS if a.sweep else VARIANTS)

@@ -22,6 +22,7 @@ from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
 from kvlab.kernels.lowbit_launch import STAGES, choose_lowbit_launch
 from kvlab.kernels.lowbit_launch import prefill_rows as default_prefill_rows
+from kvlab.kernels.lowbit_prefill import DequantizedPrefillCall, prepare_dequantized_prefill
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.validation import require_positive_int
@@ -196,6 +197,36 @@ def prepare_lowbit_attention(
     return LowBitAttentionCall(out, num_splits, tile, block_m, num_warps, step, launch)
 
 
+def prepare_lowbit_call(
+    query: torch.Tensor,
+    cache: LowBitPagedCache,
+    batch: AttentionBatch,
+    *,
+    scale: float | None = None,
+    sliding_window: int | None = None,
+    softcap: float | None = None,
+    out: torch.Tensor | None = None,
+    num_splits: int | None = None,
+    tile_n: int | None = None,
+    tiles_per_step: int | None = None,
+    dequantize_first: bool | None = None,
+) -> LowBitAttentionCall | DequantizedPrefillCall:
+    """The prepared call :func:`lowbit_paged_attention` runs (arguments as there): dequantize-first
+    (:mod:`kvlab.kernels.lowbit_prefill`) for a batch with a prefill chunk, the fused kernel otherwise."""
+    fused_launch = num_splits is not None or tile_n is not None or tiles_per_step is not None
+    if dequantize_first is None:
+        dequantize_first = batch.max_query_len > 1 and not fused_launch
+    if dequantize_first:
+        if fused_launch:
+            raise ValueError("num_splits, tile_n and tiles_per_step shape the fused kernel's launch; "
+                             "leave them None with dequantize_first=True")
+        return prepare_dequantized_prefill(query, cache, batch, scale=scale, sliding_window=sliding_window,
+                                           softcap=softcap, out=out)
+    return prepare_lowbit_attention(query, cache, batch, scale=scale, sliding_window=sliding_window,
+                                    softcap=softcap, out=out, num_splits=num_splits, tile_n=tile_n,
+                                    tiles_per_step=tiles_per_step)
+
+
 def lowbit_paged_attention(
     query: torch.Tensor,
     cache: LowBitPagedCache,
@@ -208,6 +239,7 @@ def lowbit_paged_attention(
     num_splits: int | None = None,
     tile_n: int | None = None,
     tiles_per_step: int | None = None,
+    dequantize_first: bool | None = None,
 ) -> torch.Tensor:
     """Causal paged attention over a low-bit cache (Triton), prefill chunks and decodes in one call.
 
@@ -223,6 +255,12 @@ def lowbit_paged_attention(
             the larger of the block size and 16 in the interpreter, 64 compiled).
         tiles_per_step: key tiles whose loads one loop step issues together, 1, 2 or 4 (default:
             the launch rule's; see :mod:`kvlab.kernels.lowbit_attention`).
+        dequantize_first: dequantize the blocks the batch reads once into a transient 16-bit scratch
+            cache and run the 16-bit kernel (:mod:`kvlab.kernels.lowbit_prefill`; it costs
+            ``used blocks × block_size × num_kv_heads × (head_size + head_size_v) × 2`` bytes for a
+            16-bit query while it runs), or run the fused kernel (False). Default: dequantize first when
+            some query has several tokens and no fused launch option (``num_splits``, ``tile_n``,
+            ``tiles_per_step``) is given.
 
     Returns:
         ``[num_tokens, num_q_heads, head_size_v]`` in the query dtype.
@@ -230,6 +268,6 @@ def lowbit_paged_attention(
     Raises:
         ValueError: bad shapes, dtypes or options, or tensors on the wrong device for the Triton mode.
     """
-    return prepare_lowbit_attention(query, cache, batch, scale=scale, sliding_window=sliding_window,
-                                    softcap=softcap, out=out, num_splits=num_splits, tile_n=tile_n,
-                                    tiles_per_step=tiles_per_step).run()
+    return prepare_lowbit_call(query, cache, batch, scale=scale, sliding_window=sliding_window,
+                               softcap=softcap, out=out, num_splits=num_splits, tile_n=tile_n,
+                               tiles_per_step=tiles_per_step, dequantize_first=dequantize_first).run()

@@ -106,7 +106,8 @@ def _check(ex, target, scheme, **opts):
     out = poisoned((q.shape[0], q.shape[1], ex.cache.head_size_v), q.dtype, target.device)
     got = lowbit_paged_attention(q, ex.cache, ex.batch, out=out, **opts)
     assert got is out and torch.isfinite(out).all(), "outputs left unwritten or poisoned"
-    ref_opts = {k: v for k, v in opts.items() if k not in ("num_splits", "tile_n", "tiles_per_step")}
+    ref_opts = {k: v for k, v in opts.items()
+                if k not in ("num_splits", "tile_n", "tiles_per_step", "dequantize_first")}
     ref = kvlab.attention(q, ex.cache, ex.batch, **ref_opts)
     truth = reference_attention(q, ex.keys, ex.values, ex.batch, **ref_opts)
     k_tol, t_tol = _tolerances(scheme, q.dtype)
@@ -120,14 +121,17 @@ def _example(target, seed, qlens, slens, scheme, *, hq=8, hkv=2, d=64, block=16,
                                block_size=block, seed=seed, device=target.device, **kw)
 
 
+@pytest.mark.parametrize("dequantize_first", [False, None], ids=["fused", "default"])
 @pytest.mark.parametrize("scheme", LOWBIT)
-def test_mixed_prefill_and_decode(target, seed, scheme):
-    """Partial last blocks, a 0-token sequence, GQA 4:1, a prefill chunk crossing a block boundary."""
+def test_mixed_prefill_and_decode(target, seed, scheme, dequantize_first):
+    """Partial last blocks, a 0-token sequence, GQA 4:1, a prefill chunk crossing a block boundary;
+    in the fused kernel and in the default path (dequantize-first, as the batch has a prefill chunk)."""
     if target.large:
         qlens, slens, d = [1, 1, 37, 0, 1, 300], [1, 16, 1000, 70, 4097, 300], 128
     else:
         qlens, slens, d = [1, 1, 7, 0, 1], [1, 16, 37, 20, 50], 64
-    _check(_example(target, seed, qlens, slens, scheme, d=d), target, scheme)
+    ex = _example(target, seed, qlens, slens, scheme, d=d)
+    _check(ex, target, scheme, dequantize_first=dequantize_first)
 
 
 @pytest.mark.parametrize("scheme", ["kivi2", "int4_per_token_head"])
