@@ -4,8 +4,9 @@ Change the model, KV-cache dtype, memory, tensor parallelism, ``max_model_len``,
 admission policy and workload, and see at once: how many max-length requests fit under every KV dtype
 (``dtypes``), how the queues evolve (``queues``) and how full the pool gets (``pool``); on a chosen GPU
 the same workload also runs in seconds (``time``: tokens per second; the summary adds wall time,
-TTFT and TPOT), drawn just after the rest (marked as computing until it arrives). The summary pane lists the plan's numbers and the run's
-outcome. All numbers come from :mod:`kvlab.serving` and :mod:`kvlab.timing`.
+TTFT and TPOT), drawn just after the rest (marked as computing until it arrives). The summary pane
+lists the plan's numbers and the run's outcome. All numbers come from :mod:`kvlab.serving` and
+:mod:`kvlab.timing`.
 """
 
 from __future__ import annotations
