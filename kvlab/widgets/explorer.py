@@ -33,7 +33,6 @@ from kvlab.widgets.stale import (
     mark_figure_pending,
     mark_figure_stale,
     mark_panel_pending,
-    unmark_figure_pending,
 )
 from kvlab.widgets.status import StatusLine
 from kvlab.widgets.update_cost import cyclic_gc_paused, freeze_heap, one_torch_thread
@@ -220,8 +219,6 @@ class Explorer:
         refreshed |= {name for name, panel in self.panels.items()
                       if writes[name] is not None and getattr(panel, "writes", None) != writes[name]}
         self.stale -= refreshed
-        for name in self.pending & refreshed & self.figures.keys():
-            unmark_figure_pending(self.figures[name])
         waiting, self.pending = self.pending - refreshed, set()
         if self.last_error is None:
             for name in waiting:

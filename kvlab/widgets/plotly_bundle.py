@@ -24,8 +24,6 @@ import plotly
 import plotly.graph_objects as go
 import traitlets
 
-from kvlab.widgets.stale import PENDING_FIGURE_CSS
-
 #: plotly's front-end bundle for ``FigureWidget``.
 BUNDLE_PATH = Path(plotly.__file__).parent / "package_data" / "widgetbundle.js"
 
@@ -118,11 +116,9 @@ class SharedBundleFigureWidget(go.FigureWidget):
     """plotly's ``FigureWidget`` with a small front-end module that uses the page's shared bundle.
 
     Build it like ``go.FigureWidget``; the first one in a process opens the :class:`PlotlyBundle`.
-    Its style sheet draws the computing mark (:data:`kvlab.widgets.stale.PENDING_FIGURE_CSS`).
     """
 
     _esm = FIGURE_ESM
-    _css = PENDING_FIGURE_CSS
 
     def __init__(self, *args, **kwargs) -> None:
         shared_bundle()

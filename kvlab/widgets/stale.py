@@ -12,11 +12,8 @@ The next successful update redraws the figure from scratch, which removes the ma
 
 Views an explorer draws just after the others (:meth:`kvlab.widgets.explorer.Explorer.later`, the
 runs in seconds) would show the previous setting's numbers while they compute, so until they arrive
-they are marked as *computing*: a figure widget gets the DOM class ``kvlab-pending``, which the page's
-style sheet (:data:`PENDING_FIGURE_CSS`, shipped with every kvlab figure widget) draws as a dimmed
-figure under a "⏳ computing…" line, without a plotly redraw; a panel's numbers are dimmed under a
-"⏳ computing…" line. The deferred draw replaces a panel's numbers, which removes its mark; the
-explorer removes a figure's class once the deferred draw has sent it (or marks it not current).
+they are marked as *computing*: a figure's title starts with "⏳ computing…" in grey, a panel's numbers
+are dimmed under a "⏳ computing…" line. The deferred draw replaces them, which removes the mark.
 :class:`NumberPanel` counts every write to a panel, so the explorer knows whether an update refreshed
 it (a write of an unchanged value included).
 """
@@ -34,17 +31,7 @@ from kvlab.plots.palette import GREY, OKABE_ITO
 STALE_TITLE_PREFIX = "⚠ not current — "
 STALE_NOTE = "not current: these are an earlier setting's results; the settings on screen fail (see above)"
 STALE_PANEL_CLASS = "kvlab-stale"
-PENDING_FIGURE_CLASS = "kvlab-pending"
-#: Style of a figure widget marked as computing: dimmed, a "computing" line over it. Changing a
-#: widget's DOM classes edits no figure, so plotly does not redraw for the mark.
-PENDING_FIGURE_CSS = f"""
-.{PENDING_FIGURE_CLASS} {{ position: relative; }}
-.{PENDING_FIGURE_CLASS} > * {{ opacity: 0.4; transition: opacity 0.1s; }}
-.{PENDING_FIGURE_CLASS}::after {{
-  content: "⏳ computing…"; position: absolute; top: 6px; left: 0; right: 0; text-align: center;
-  color: {GREY}; font: italic 15px sans-serif; pointer-events: none;
-}}
-"""
+PENDING_TITLE_PREFIX = "⏳ computing… — "
 PENDING_NOTE = "computing for the settings on screen; the numbers below are the previous setting's"
 PENDING_PANEL_CLASS = "kvlab-pending"
 
@@ -64,8 +51,7 @@ class NumberPanel(widgets.HTML):
 
 def mark_figure_stale(fig: go.FigureWidget, note: str = STALE_NOTE) -> None:
     """Veil ``fig`` and prefix its title, in one message to the browser (idempotent)."""
-    unmark_figure_pending(fig)
-    title = fig.layout.title.text or ""
+    title = (fig.layout.title.text or "").removeprefix(PENDING_TITLE_PREFIX)
     if title.startswith(STALE_TITLE_PREFIX):
         return
     with fig.batch_update():
@@ -95,21 +81,19 @@ def panel_is_stale(panel: widgets.HTML) -> bool:
 
 
 def mark_figure_pending(fig: go.FigureWidget) -> None:
-    """Give ``fig`` the computing mark: the DOM class ``kvlab-pending`` (one message that plotly does
-    not redraw for; idempotent; a figure with nothing drawn yet or marked not current is left alone)."""
-    if fig.data and not figure_is_stale(fig):
-        fig.add_class(PENDING_FIGURE_CLASS)
-
-
-def unmark_figure_pending(fig: go.FigureWidget) -> None:
-    """Remove the computing mark of :func:`mark_figure_pending` (no message when there is none)."""
-    if figure_is_pending(fig):
-        fig.remove_class(PENDING_FIGURE_CLASS)
+    """Prefix ``fig``'s title with "⏳ computing…" in grey, in one message (idempotent; a figure
+    with nothing drawn yet or already marked not current is left alone)."""
+    title = fig.layout.title.text or ""
+    if not fig.data or title.startswith((PENDING_TITLE_PREFIX, STALE_TITLE_PREFIX)):
+        return
+    with fig.batch_update():
+        fig.layout.title.text = PENDING_TITLE_PREFIX + title
+        fig.layout.title.font.color = GREY
 
 
 def figure_is_pending(fig: go.Figure) -> bool:
     """True while ``fig`` carries the computing mark."""
-    return PENDING_FIGURE_CLASS in getattr(fig, "_dom_classes", ())
+    return (fig.layout.title.text or "").startswith(PENDING_TITLE_PREFIX)
 
 
 def mark_panel_pending(panel: widgets.HTML, note: str = PENDING_NOTE) -> None:

@@ -14,7 +14,7 @@ from kvlab.widgets.admission_explorer import build_admission_explorer
 from kvlab.widgets.explorer import Explorer, empty_figure_widget
 from kvlab.widgets.serving_dashboard import build_serving_dashboard
 from kvlab.widgets.stale import (
-    PENDING_FIGURE_CLASS,
+    PENDING_TITLE_PREFIX,
     figure_is_pending,
     figure_is_stale,
     panel_is_pending,
@@ -44,7 +44,7 @@ def _change_in_a_notebook(explorer: Explorer, control: str, value, while_pending
 
 def test_admission_time_views_are_marked_computing_until_the_new_run_arrives():
     explorer = build_admission_explorer(debounce_s=0)
-    old = {name: _shown(explorer.figures[name]) for name in ("throughput", "ttft")}
+    old_titles = {name: explorer.figures[name].layout.title.text for name in ("throughput", "ttft")}
     old_panel = explorer.panels["time"].value
 
     def while_pending():
@@ -52,8 +52,7 @@ def test_admission_time_views_are_marked_computing_until_the_new_run_arrives():
         for name in ("throughput", "ttft"):
             fig = explorer.figures[name]
             assert figure_is_pending(fig), name
-            assert PENDING_FIGURE_CLASS in fig._dom_classes, name
-            assert _shown(fig) == old[name], name  # the mark is a DOM class: no figure edit to redraw
+            assert fig.layout.title.text == PENDING_TITLE_PREFIX + old_titles[name]
         panel = explorer.panels["time"].value
         assert panel_is_pending(explorer.panels["time"]) and "computing" in panel and old_panel in panel
         for name in ("timeline", "blocks", "gate"):  # drawn for the new setting already
@@ -64,7 +63,6 @@ def test_admission_time_views_are_marked_computing_until_the_new_run_arrives():
     assert explorer.pending == set() and explorer.stale == set()
     for name, fig in explorer.figures.items():
         assert not figure_is_pending(fig) and not figure_is_stale(fig), name
-        assert PENDING_FIGURE_CLASS not in fig._dom_classes, name
         assert fig.layout.title.font.color is None
         assert _shown(fig) == _shown(fresh.figures[name]), name
     assert explorer.panels["time"].value == fresh.panels["time"].value
@@ -81,7 +79,7 @@ def test_serving_time_figure_is_marked_computing_and_then_shows_the_new_run():
 
     _change_in_a_notebook(explorer, "kv_cache_dtype", "fp8", while_pending)
     fresh = build_serving_dashboard(kv_cache_dtype="fp8", debounce_s=0)
-    assert explorer.pending == set() and not figure_is_pending(explorer.figures["time"])
+    assert explorer.pending == set()
     assert _shown(explorer.figures["time"]) == _shown(fresh.figures["time"])
     assert explorer.panels["summary"].value == fresh.panels["summary"].value
 
@@ -104,13 +102,3 @@ def test_a_deferred_view_that_draws_nothing_is_marked_not_current():
     assert explorer.last_error is None and explorer.stale == {"second"}
     assert figure_is_stale(figures["second"]) and not figure_is_pending(figures["second"])
     assert "no result for the settings on screen" in figures["second"].layout.annotations[0].text
-
-
-def test_the_figures_carry_the_style_that_draws_the_computing_mark():
-    """The class alone changes nothing on the page: every explorer figure ships the rule that dims it
-    and writes "computing" over it."""
-    explorer = build_serving_dashboard(debounce_s=0)
-    for name, fig in explorer.figures.items():
-        css = fig._css
-        assert f".{PENDING_FIGURE_CLASS} > *" in css and "opacity: 0.4" in css, name
-        assert f".{PENDING_FIGURE_CLASS}::after" in css and 'content: "⏳ computing…"' in css, name
