@@ -8,20 +8,15 @@ function of the loaded bytes. The query is loaded once as the matching ``P`` str
 ``q · kᵀ = Σ_k q_k · k_kᵀ`` (``P`` dots of depth ``D / P``), and the output is kept as ``P``
 accumulators ``p · v_k`` that are stored to channels ``j·P + k`` at the end. Nothing is interleaved.
 
-**Dequantization, cheap on the GPU.**
-
-* ``int4_per_token_head``: ``code − 8`` is an int8 in −7..7, converted to the dot dtype (Triton lowers
-  int8 → bf16/fp16 to byte permutes and one packed subtraction, no conversion instruction); the K
-  scale multiplies the score, the V scale folds into ``p``, as for int8 per-token-head.
-* KIVI with 16-bit queries: the dots run in **fp16**. KIVI's scales and zero points are fp16 and its
-  values lie within fp16's range, so ``code · s + z`` is computed in fp16 (packed half-precision
-  arithmetic, no fp32 round trip and no conversion instruction), one rounding to fp16 per element
-  (finer than bf16's). A bf16 query is scaled into fp16's range by a power of two (exact, see
-  :mod:`kvlab.kernels.lowbit_attention`). With fp32 queries everything is fp32.
-* KIVI key scales belong to (block, channel): a tile of ``BPT`` whole blocks loads them as
-  ``[BPT, D / P]`` and broadcasts each over its block's keys; value scales belong to (token, group of
-  ``G`` channels) and are broadcast over the ``G / P`` bytes of their group: the code tiles are
-  loaded in those 3-D shapes directly, and flattened only for the dot.
+**Dequantization, cheap on the GPU** (:mod:`kvlab.kernels.lowbit_dequant`): int4 codes become
+``code − 8`` in the dot dtype, its K scale multiplies the score and its V scale folds into ``p``, as
+for int8 per-token-head; KIVI tiles become ``code · s + z`` in **fp16** (with 16-bit queries the
+KIVI dots run in fp16; a bf16 query is scaled into fp16's range by a power of two, exact, see
+:mod:`kvlab.kernels.lowbit_attention`). With fp32 queries everything is fp32.
+KIVI key scales belong to (block, channel): a tile of ``BPT`` whole blocks loads them as
+``[BPT, D / P]`` and broadcasts each over its block's keys; value scales belong to (token, group of
+``G`` channels) and are broadcast over the ``G / P`` bytes of their group: the code tiles are
+loaded in those 3-D shapes directly, and flattened only for the dot.
 
 **Values token-minor.** ``P·V`` contracts over keys, so a tensor-core operand register of V holds
 consecutive keys of one channel. The cache stores values token-minor (a block's ``B`` bytes at one
@@ -40,67 +35,11 @@ from __future__ import annotations
 
 import math
 
-from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32
+from kvlab.kernels.lowbit_dequant import as_dot_operand, code_part, code_values, half_of_word, kivi_dequant
+from kvlab.kernels.numerics import round_to_dot_dtype
 from kvlab.kernels.runtime import tl, triton
 
 LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
-
-
-@triton.jit
-def code_part(b, K: tl.constexpr, BITS: tl.constexpr):
-    """Codes at position ``K`` of every byte of ``b`` (uint8 in, uint8 out)."""
-    return (b >> (K * BITS)) & ((1 << BITS) - 1)
-
-
-@triton.jit
-def _run_unpack(b, ASM: tl.constexpr, FP16: tl.constexpr):
-    if FP16:
-        return tl.inline_asm_elementwise(ASM, "=r,=r,r", [b], dtype=tl.float16, is_pure=True, pack=4)
-    else:
-        return tl.inline_asm_elementwise(ASM, "=r,=r,r", [b], dtype=tl.bfloat16, is_pure=True, pack=4)
-
-
-@triton.jit
-def code_values(b, K: tl.constexpr, BITS: tl.constexpr, ASM: tl.constexpr, OFFSET: tl.constexpr,
-                DTYPE: tl.constexpr):
-    """``code − OFFSET`` of part ``K`` of bytes ``b`` as ``DTYPE`` (bf16/fp16), compiled mode only.
-
-    With the host's PTX for this part (``ASM``, :func:`kvlab.kernels.lowbit_attention_call.unpack_asm`)
-    four codes at a time become four 16-bit numbers by byte permutes, a shift, one logic op and a
-    packed subtraction (about two instructions per code); without it, by Triton's own casts.
-    """
-    if ASM != "":
-        x = _run_unpack(b, ASM, DTYPE.is_fp16())
-    else:
-        x = (code_part(b, K, BITS).to(tl.int8) - OFFSET).to(DTYPE)
-    return x
-
-
-@triton.jit
-def as_dot_operand(x, DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
-    """An exact int8/fp16/bf16 tensor → dot operand: the dot dtype compiled, fp32 in the interpreter
-    (whose bf16 dot multiplies bit patterns; see :mod:`kvlab.kernels.numerics`)."""
-    if INTERPRET_:
-        return round_to_dot_dtype(to_fp32(x, INTERPRET_), DOT_DTYPE, INTERPRET_)
-    else:
-        return x.to(DOT_DTYPE)
-
-
-@triton.jit
-def kivi_dequant(b, K: tl.constexpr, BITS: tl.constexpr, s, z, ASM: tl.constexpr, HALF_DEQ: tl.constexpr,
-                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
-    """``c · s + z`` for the codes of part ``K`` of bytes ``b`` (fp16 scale and zero point broadcastable
-    to ``b``) as dot operand."""
-    c = code_part(b, K, BITS)
-    if HALF_DEQ and ASM != "":
-        x = code_values(b, K, BITS, ASM, 0, tl.float16) * s + z
-    elif HALF_DEQ:
-        # code → fp16 without a conversion instruction: 0x6400 | c is the fp16 number 1024 + c
-        # (c < 1024), and subtracting 1024 is exact
-        x = ((c.to(tl.int16) | 0x6400).to(tl.float16, bitcast=True) - 1024.0) * s + z
-    else:
-        x = c.to(tl.float32) * s.to(tl.float32) + z.to(tl.float32)
-    return as_dot_operand(x, DOT_DTYPE, INTERPRET_)
 
 
 @triton.jit
@@ -130,12 +69,6 @@ def key_scale_words(ks_ptr, kz_ptr, blk_b, b_valid, kv_head, NUM_KV_HEADS: tl.co
     off = (blk_b * NUM_KV_HEADS + kv_head)[:, None] * DP + j[None, :]
     m = b_valid[:, None] & (j < DP)[None, :]
     return tl.load(ks_ptr + off, mask=m, other=0), tl.load(kz_ptr + off, mask=m, other=0)
-
-
-@triton.jit
-def half_of_word(w, K: tl.constexpr):
-    """fp16 number ``K`` (from the low end) of integer words ``w``."""
-    return ((w >> (16 * K)) & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True)
 
 
 @triton.jit
