@@ -6,7 +6,7 @@
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/lowbit_out}
-W=$OUT/ncu
+W=/tmp/lowbit_ncu/ncu  # outside $OUT: only the tarball (refreshed after every profile) goes back
 mkdir -p "$W"
 STEPS=${*:-"tests profiles bench"}
 LOG=$OUT/log.txt
@@ -25,7 +25,7 @@ regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:smsp__p
 profile() {  # name, kernel regex, launch skip, launch count, then profile_lowbit_decode.py arguments
   local name=$1 kre=$2 skip=$3 count=$4; shift 4
   echo "== ncu $name ($*) $(date -u +%T)" | tee -a "$LOG"
-  timeout 75 ncu --clock-control none --kernel-name "regex:$kre" --launch-skip "$skip" --launch-count "$count" \
+  timeout 55 ncu --clock-control none --kernel-name "regex:$kre" --launch-skip "$skip" --launch-count "$count" \
       $SECTIONS --metrics "$METRICS" -f -o "$W/$name" python3 benchmarks/profile_lowbit_decode.py "$@" \
       >> "$W/$name.run.txt" 2>&1
   echo "rc $? $(date -u +%T)" | tee -a "$LOG"
@@ -37,13 +37,14 @@ profile() {  # name, kernel regex, launch skip, launch count, then profile_lowbi
     grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|DRAM Throughput|Issue Slots Busy|Warp Cycles Per Issued|bank_conflicts|No Eligible" \
       "$W/$name.txt" | head -20 | tee -a "$LOG"
   fi
+  tar -C "$(dirname "$W")" --exclude="*.ncu-rep" -czf "$OUT/ncu.tar.gz" ncu
 }
 
 for step in $STEPS; do
   case $step in
   tests)
     echo "== tests $(date -u +%T)" | tee -a "$LOG"
-    timeout 60 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_lowbit_dequant.py \
+    timeout 30 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_lowbit_dequant.py \
       tests/kernels/test_lowbit_unpack_asm.py -m gpu -x 2>&1 | tail -5 | tee -a "$LOG" ;;
   profiles)
     profile int4_b64 lowbit_attention_kernel 1 1 int4_per_token_head 64 32768
@@ -52,11 +53,9 @@ for step in $STEPS; do
   bench)
     echo "== bench $(date -u +%T)" | tee -a "$LOG"
     mkdir -p "$OUT/bench"
-    timeout 120 python3 benchmarks/lowbit_bench.py --out "$OUT/bench" --case decode64 --case decode1 --candidate \
+    timeout 75 python3 benchmarks/lowbit_bench.py --out "$OUT/bench" --case decode64 --case decode1 --candidate \
       2>&1 | grep -v Warning | tee -a "$LOG" | tail -40 ;;
   esac
 done
-rm -f "$W"/*.ncu-rep.tmp
-tar -C "$OUT" --exclude="*.ncu-rep" -czf "$OUT/ncu.tar.gz" ncu && rm -rf "$W"
 echo "end $(date -u +%T)" | tee -a "$LOG"
 ls -la "$OUT" "$OUT/bench"
