@@ -67,13 +67,14 @@ SWEEP_VARIANTS = {
                              dict(prefill_rows=128, num_warps=8)),
 }
 
-#: ``--candidate``: the default beside KIVI's scalar ``c · s + z`` FMAs (the kernel before packed
-#: ``fma.rn.f16x2``, notes v7), for the decode cases; at B=1 also int4 at twice and half the segments.
+#: ``--candidate``: the default beside the variants still open (notes v7): KIVI's ``c · s + z`` as packed
+#: ``fma.rn.f16x2`` and a 3-stage pipeline, for the decode cases.
 CANDIDATE_VARIANTS = {
     **VARIANTS,
-    ("decode", 64, "kivi"): ({}, dict(packed_fma=False)),
-    ("decode", 1, "kivi"): ({}, dict(packed_fma=False)),
-    ("decode", 1, "int4"): ({}, dict(num_splits=132), dict(num_splits=33)),
+    ("decode", 64, "int4"): ({}, dict(num_stages=3)),
+    ("decode", 64, "kivi"): ({}, dict(packed_fma=True)),
+    ("decode", 1, "int4"): ({}, dict(num_stages=3)),
+    ("decode", 1, "kivi"): ({}, dict(packed_fma=True), dict(num_stages=3)),
 }
 
 
@@ -171,7 +172,7 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES, variants: dict | None 
                                max_registers=cap,
                                backend=("kvlab-triton" if i == 0 else "kvlab-triton-sweep")
                                + ("-byte-unpack" if tried[i].get("fast_unpack") is False else "")
-                               + ("-scalar-fma" if tried[i].get("packed_fma") is False else "")
+                               + ("-packed-fma" if tried[i].get("packed_fma") else "")
                                + (f"-{step}-tiles-per-step" if step > 1 else "")
                                + (f"-{calls[0].block_m}-rows" if kind == "prefill" and scheme != "bfloat16"
                                   else "")

@@ -35,7 +35,7 @@ PTX_COUNTS = ("cvt.", "ld.shared", "st.shared", "ldmatrix", "cp.async", "ld.glob
 
 def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: int | None,
            ptx_dir: str | None, maxnreg: int | None = None, step: int | None = None,
-           packed_fma: bool = True) -> str:
+           packed_fma: bool = False) -> str:
     ex = build_paged_example([new], [300], num_q_heads=32, num_kv_heads=8, head_size=128, scheme=scheme,
                              query_dtype=torch.bfloat16)
     call = call_mod.prepare_lowbit_attention(ex.query, ex.cache, ex.batch, tile_n=tile, num_warps=warps,
@@ -48,7 +48,7 @@ def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: i
     ptx = kernel.asm["ptx"]
     if ptx_dir:
         stem = os.path.join(ptx_dir, f"lowbit_{scheme}_{new}_{call.tile_n}x{call.tiles_per_step}"
-                                     f"{'' if packed_fma else '_scalar_fma'}")
+                                     f"{'_packed_fma' if packed_fma else ''}")
         with open(stem + ".ptx", "w") as f:
             f.write(ptx)
         with open(stem + ".cubin", "wb") as f:  # SASS: cuobjdump -sass (Triton's own copy) on this file
@@ -68,12 +68,12 @@ if __name__ == "__main__":
     ap.add_argument("--stages", type=int)
     ap.add_argument("--maxnreg", type=int)
     ap.add_argument("--step", type=int, help="key tiles per loop step")
-    ap.add_argument("--scalar-fma", action="store_true", help="KIVI's c*s + z as scalar fp16 FMAs (before v7)")
+    ap.add_argument("--packed-fma", action="store_true", help="KIVI's c*s + z as packed fma.rn.f16x2 (notes v7)")
     ap.add_argument("--new", type=int, action="append", help="new tokens per program's sequence (1 = decode)")
     ap.add_argument("schemes", nargs="*", default=["int4_per_token_head", "kivi4", "kivi2"])
     a = ap.parse_args()
     for scheme in a.schemes:
         for new in a.new or [c[1] for c in CASES]:
             for t in a.tile or [None]:
-                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, not a.scalar_fma),
+                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, a.packed_fma),
                       flush=True)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# One device call: Nsight Compute on one launch of the low-bit decode kernel per case, then the
-# candidate rows of lowbit_bench.py. Writes under $OUT (at most 8 files come back: the profiles go
-# as one tarball). Each step is time-boxed and a failing step does not stop the next.
-#   OUT=/tmp/o bash benchmarks/lowbit_gpu_profile.sh [profiles] [tests] [bench]
+# One device call: the low-bit GPU tests, Nsight Compute on one launch of the low-bit decode kernel
+# per case, lowbit_bench.py rows, and the same bench on a baseline tree. Writes under $OUT (at most
+# 8 files come back: the profiles go as one tarball). Each step is time-boxed and a failing step does
+# not stop the next.
+#   OUT=/tmp/o PROFILES="int4_b64 kivi2_b64 int4_b1" BENCH_ARGS="--case decode64 --candidate" \
+#   BASE=../baseline_tree bash benchmarks/lowbit_gpu_profile.sh [tests] [profiles] [bench] [base]
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/lowbit_out}
@@ -44,17 +46,27 @@ for step in $STEPS; do
   case $step in
   tests)
     echo "== tests $(date -u +%T)" | tee -a "$LOG"
-    timeout 30 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_lowbit_dequant.py \
-      tests/kernels/test_lowbit_unpack_asm.py -m gpu -x 2>&1 | tail -5 | tee -a "$LOG" ;;
+    XDIST=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
+    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels/test_lowbit*.py tests/quantization/test_lowbit*.py \
+      -m gpu $XDIST 2>&1 | tail -5 | tee -a "$LOG" ;;
   profiles)
-    profile int4_b64 lowbit_attention_kernel 1 1 int4_per_token_head 64 32768
-    profile kivi2_b64 lowbit_attention_kernel 1 1 kivi2 64 32768
-    profile int4_b1 "lowbit_attention_kernel|_split_reduce_kernel" 2 2 int4_per_token_head 1 32768 ;;
+    for p in ${PROFILES:-int4_b64 kivi2_b64 int4_b1}; do
+      case $p in
+      int4_b64) profile int4_b64 lowbit_attention_kernel 1 1 int4_per_token_head 64 32768 ;;
+      kivi2_b64) profile kivi2_b64 lowbit_attention_kernel 1 1 kivi2 64 32768 ;;
+      int4_b1) profile int4_b1 "lowbit_attention_kernel|_split_reduce_kernel" 2 2 int4_per_token_head 1 32768 ;;
+      esac
+    done ;;
   bench)
     echo "== bench $(date -u +%T)" | tee -a "$LOG"
     mkdir -p "$OUT/bench"
-    timeout 75 python3 benchmarks/lowbit_bench.py --out "$OUT/bench" --case decode64 --case decode1 --candidate \
+    timeout 200 python3 benchmarks/lowbit_bench.py --out "$OUT/bench" ${BENCH_ARGS:---case decode64 --case decode1 --candidate} \
       2>&1 | grep -v Warning | tee -a "$LOG" | tail -40 ;;
+  base)
+    echo "== baseline tree $BASE $(date -u +%T)" | tee -a "$LOG"
+    mkdir -p "$OUT/base"
+    (cd "$BASE" && PYTHONPATH=$PWD timeout 100 python3 benchmarks/lowbit_bench.py --out "$OUT/base" --case decode64 \
+      --case decode1) 2>&1 | grep -v Warning | tee -a "$LOG" | tail -20 ;;
   esac
 done
 echo "end $(date -u +%T)" | tee -a "$LOG"

@@ -125,35 +125,37 @@ def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.cons
 
 
 @triton.jit
+def block_rows(ptr, row0, ROWS: tl.constexpr, ROWS_PAD: tl.constexpr, BPT: tl.constexpr,
+               BLOCK_SIZE: tl.constexpr):
+    """``[ROWS_PAD, BPT · B]``: rows ``0 .. ROWS − 1`` of ``B`` entries of each of the tile's ``BPT``
+    blocks, block ``i``'s rows one contiguous run of ``ROWS × B`` entries from ``ptr + row0[i] · B``
+    (the token-minor value layout). Loaded as those runs (so that a block's rows lie ``B`` entries
+    apart in shared memory too, not ``BPT · B``: whole 128-byte lines per warp, no bank conflicts),
+    then viewed row-major over the tile's keys (a register relabelling)."""
+    r = tl.arange(0, ROWS_PAD * BLOCK_SIZE)
+    x = tl.load(ptr + row0[:, None] * BLOCK_SIZE + r[None, :], mask=(r < ROWS * BLOCK_SIZE)[None, :], other=0)
+    return tl.reshape(tl.permute(tl.reshape(x, [BPT, ROWS_PAD, BLOCK_SIZE]), (1, 0, 2)),
+                      [ROWS_PAD, BPT * BLOCK_SIZE])
+
+
+@triton.jit
 def value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS: tl.constexpr, DV: tl.constexpr,
                 DVP: tl.constexpr, DVP_PAD: tl.constexpr, G: tl.constexpr, P: tl.constexpr,
                 KIVI: tl.constexpr,
                 BPT: tl.constexpr, BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr):
-    """The tile's value code bytes, token-minor (module docstring), loaded once as whole rows of a
-    block's ``B`` bytes; for KIVI also the scales and zero points of their groups: ``[Dv/G, G/P, TILE_N]``
+    """The tile's value code bytes, token-minor (module docstring), loaded once per block as
+    :func:`block_rows`; for KIVI also the scales and zero points of their groups: ``[Dv/G, G/P, TILE_N]``
     bytes and ``[Dv/G, 1, TILE_N]`` fp16, zero for keys outside ``n_valid`` (one group's bytes hold the
     same channels' codes at every position ``K``, so all parts share them). int4: ``[Dv / P, TILE_N]``."""
-    o = tl.arange(0, BLOCK_SIZE)
-    head_base = (blk_b * NUM_KV_HEADS + kv_head) * BLOCK_SIZE  # [BPT]: the head's rows in each block
+    head = blk_b * NUM_KV_HEADS + kv_head  # [BPT]: the (block, head) of each block of the tile
+    b = block_rows(vc_ptr, head * DVP, DVP, DVP_PAD, BPT, BLOCK_SIZE)
     if KIVI:
         NG: tl.constexpr = DVP_PAD * P // G  # value groups (padded)
-        GB: tl.constexpr = G // P  # bytes of one group
-        g = tl.arange(0, NG)
-        byte = g[:, None] * GB + tl.arange(0, GB)[None, :]  # [NG, GB]
-        b = tl.load(vc_ptr + head_base[None, None, :, None] * DVP + byte[:, :, None, None] * BLOCK_SIZE
-                    + o[None, None, None, :], mask=(g < DV // G)[:, None, None, None], other=0)
-        grp = head_base[None, :, None] * (DV // G) + g[:, None, None] * BLOCK_SIZE + o[None, None, :]
-        gm = (g < DV // G)[:, None, None]
         keep = n_valid[None, :]
-        s = tl.where(keep, tl.reshape(tl.load(vs_ptr + grp, mask=gm, other=0.0), [NG, TILE_N]), 0.0)
-        z = tl.where(keep, tl.reshape(tl.load(vz_ptr + grp, mask=gm, other=0.0), [NG, TILE_N]), 0.0)
-        return tl.reshape(b, [NG, GB, TILE_N]), s[:, None, :], z[:, None, :]
+        s = tl.where(keep, block_rows(vs_ptr, head * (DV // G), DV // G, NG, BPT, BLOCK_SIZE), 0.0)
+        z = tl.where(keep, block_rows(vz_ptr, head * (DV // G), DV // G, NG, BPT, BLOCK_SIZE), 0.0)
+        return tl.reshape(b, [NG, G // P, TILE_N]), s[:, None, :], z[:, None, :]
     else:
-        jv = tl.arange(0, DVP_PAD)
-        b = tl.load(vc_ptr + head_base[None, :, None] * DVP + jv[:, None, None] * BLOCK_SIZE
-                    + o[None, None, :],
-                    mask=(jv < DVP)[:, None, None], other=0)
-        b = tl.reshape(b, [DVP_PAD, TILE_N])
         return b, b, b
 
 
