@@ -67,11 +67,11 @@ SWEEP_VARIANTS = {
                              dict(prefill_rows=128, num_warps=8)),
 }
 
-#: ``--candidate``: the default beside the variants still open (notes v7): KIVI's ``c · s + z`` as packed
-#: ``fma.rn.f16x2`` and a 3-stage pipeline, for the decode cases.
+#: ``--candidate``: the default beside the variants still open (notes v7): the int4 full grid at 2 and 4
+#: pipeline stages and two tiles a step, KIVI's ``c · s + z`` as packed ``fma.rn.f16x2``, 3 stages at B=1.
 CANDIDATE_VARIANTS = {
     **VARIANTS,
-    ("decode", 64, "int4"): ({}, dict(num_stages=3)),
+    ("decode", 64, "int4"): ({}, dict(num_stages=2), dict(num_stages=4), dict(tiles_per_step=2)),
     ("decode", 64, "kivi"): ({}, dict(packed_fma=True)),
     ("decode", 1, "int4"): ({}, dict(num_stages=3)),
     ("decode", 1, "kivi"): ({}, dict(packed_fma=True), dict(num_stages=3)),

@@ -20,7 +20,7 @@ from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
 from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
-from kvlab.kernels.lowbit_launch import STAGES, choose_lowbit_launch
+from kvlab.kernels.lowbit_launch import choose_lowbit_launch
 from kvlab.kernels.lowbit_launch import prefill_rows as default_prefill_rows
 from kvlab.kernels.lowbit_prefill import DequantizedPrefillCall, prepare_dequantized_prefill
 from kvlab.kernels.lowbit_unpack_asm import MAGIC, unpack_asm, unpack_fma_asm
@@ -162,7 +162,7 @@ def prepare_lowbit_attention(
         INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
     num_warps = shape.num_warps
-    num_stages = STAGES if num_stages is None else num_stages
+    num_stages = shape.num_stages if num_stages is None else num_stages
     options = dict(num_warps=num_warps, num_stages=require_positive_int(num_stages, "num_stages"))
     if shape.max_registers is not None and not INTERPRET:
         options["maxnreg"] = require_positive_int(shape.max_registers, "max_registers", 24)

@@ -4,7 +4,9 @@ numbers in ``benchmarks/lowbit_notes.md``: 32 query / 8 KV heads, head 128, L = 
 
 * A full int4 decode grid (B=64: 512 programs) runs one 128-key tile a step on 4 warps under a
   128-register cap, so four programs share a multiprocessor and B=64 is one wave (1,386 µs; 2 warps
-  on 64-key tiles 1,424, 8 warps 2,275, cap 168 1,627).
+  on 64-key tiles 1,424, 8 warps 2,275, cap 168 1,627), with a **3-stage** pipeline: once the value
+  tile's shared-memory bank conflicts were gone (notes v7), the wait for a tile's copies at the top
+  of the loop was the largest stall, and a third stage took B=64 from 1,118 to 1,082 µs.
 * A full KIVI decode grid runs one 64-key tile a step on **2 warps**, uncapped: a program's score tile
   ``[16, 64]`` is then reduced across 2 warps instead of 4. B=64: kivi4 1,992 µs and kivi2 1,646,
   against 2,477 / 2,020 at 4 warps, two tiles a step, capped at 168 (the rule before).
@@ -31,6 +33,7 @@ SHORT_GRID_TILE_INT4: int = 64
 PREFILL_TILE: int = 64
 INTERPRETER_TILE: int = 16
 STAGES: int = 2
+DECODE_STAGES_INT4: int = 3
 WARPS: int = 4
 FULL_GRID_WARPS_KIVI: int = 2
 SHORT_GRID_WARPS_INT4: int = 2
@@ -56,7 +59,7 @@ class LowBitLaunch:
     Attributes:
         tile_n: keys per tile; ``tiles_per_step``: tiles whose loads one loop step issues together;
         num_splits: split-K segments; ``max_registers``: register cap per thread (``None``: none);
-        num_warps: warps per program.
+        num_warps: warps per program; ``num_stages``: software-pipeline stages of the key loop.
     """
 
     tile_n: int
@@ -64,6 +67,7 @@ class LowBitLaunch:
     num_splits: int
     max_registers: int | None
     num_warps: int
+    num_stages: int = STAGES
 
 
 def prefill_rows(bits: int) -> int:
@@ -134,9 +138,10 @@ def choose_lowbit_launch(*, kivi: bool, prefill: bool, num_programs: int, max_se
         tiles_per_step = 1
     if max_registers is None and full_grid and not kivi:
         max_registers = DECODE_MAX_REGISTERS_INT4
+    stages = DECODE_STAGES_INT4 if full_grid and not kivi else STAGES
     if num_splits is None:
         num_splits = short_grid_splits
         if full_grid and kivi:
             num_splits = wave_balanced_splits(num_programs, num_sms, KIVI_RESIDENT_PROGRAMS,
                                               -(-tiles // tiles_per_step))
-    return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps)
+    return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps, stages)
