@@ -256,7 +256,7 @@ if __name__ == "__main__":
     ap.add_argument("--sweep", action="store_true",
                     help="also time the launch shapes the rule was chosen from (SWEEP_VARIANTS)")
     ap.add_argument("--candidate", action="store_true",
-                    help="also time the kernel before the last change beside the default (CANDIDATE_VARIANTS)")
+                    help="also time the variants still open beside the default (CANDIDATE_VARIANTS)")
     a = ap.parse_args()
     names = a.case or [f"{c[0]}{c[1]}" for c in CASES]  # in the order given: the first is measured first
     run(a.out, a.repeats, tuple(c for n in names for c in CASES if f"{c[0]}{c[1]}" == n),

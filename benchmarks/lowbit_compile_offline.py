@@ -68,7 +68,8 @@ if __name__ == "__main__":
     ap.add_argument("--stages", type=int)
     ap.add_argument("--maxnreg", type=int)
     ap.add_argument("--step", type=int, help="key tiles per loop step")
-    ap.add_argument("--packed-fma", action="store_true", help="KIVI's c*s + z as packed fma.rn.f16x2 (notes v7)")
+    ap.add_argument("--packed-fma", action="store_true",
+                    help="KIVI's c*s + z as packed fma.rn.f16x2 (notes v7)")
     ap.add_argument("--new", type=int, action="append", help="new tokens per program's sequence (1 = decode)")
     ap.add_argument("schemes", nargs="*", default=["int4_per_token_head", "kivi4", "kivi2"])
     a = ap.parse_args()

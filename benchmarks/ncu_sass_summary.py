@@ -57,20 +57,22 @@ def summarise(path: str, top: int) -> str:
     total = collections.Counter()
     for c in by.values():
         total.update(c)
-    lines = [f"{path}: {total['inst']:,.0f} warp instructions executed, {total['samples']:,.0f} stall samples, "
+    lines = [f"{path}: {total['inst']:,.0f} warp instructions executed, "
+             f"{total['samples']:,.0f} stall samples, "
              f"shared wavefronts {total['shared_wf']:,.0f} (ideal {total['shared_wf_ideal']:,.0f})",
              "stall samples by reason (% of all): " + ", ".join(
-                 f"{r} {100 * total[r] / total['samples']:.1f}" for r in sorted(REASONS, key=lambda r: -total[r])
-                 if total[r] / total["samples"] >= 0.005)]
+                 f"{r} {100 * total[r] / total['samples']:.1f}"
+                 for r in sorted(REASONS, key=lambda r: -total[r]) if total[r] / total["samples"] >= 0.005)]
     shown = ("long_sb", "short_sb", "wait", "selected", "not_selected", "barrier", "math", "mio", "dispatch")
     lines.append(f"{'opcode':22s} {'inst %':>7s} {'samples %':>9s} " + " ".join(f"{r[:8]:>8s}" for r in shown)
                  + f" {'shared wf':>10s} {'ideal':>10s}")
     for op, c in sorted(by.items(), key=lambda kv: -kv[1]["samples"])[:top]:
-        lines.append(f"{op:22s} {100 * c['inst'] / total['inst']:7.1f} {100 * c['samples'] / total['samples']:9.1f} "
+        lines.append(f"{op:22s} {100 * c['inst'] / total['inst']:7.1f} "
+                     f"{100 * c['samples'] / total['samples']:9.1f} "
                      + " ".join(f"{100 * c[r] / total['samples']:8.1f}" for r in shown)
                      + f" {c['shared_wf']:10,.0f} {c['shared_wf_ideal']:10,.0f}")
     lines.append("instructions with the most bank-conflict wavefronts (wavefronts / ideal):")
-    for extra, wf, ideal, sass in sorted(excess, reverse=True)[:8]:
+    for _, wf, ideal, sass in sorted(excess, reverse=True)[:8]:
         lines.append(f"  {wf:12,.0f} / {ideal:12,.0f} ({wf / ideal:4.1f}x)  {sass[:80]}")
     return "\n".join(lines)
 

@@ -15,12 +15,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 from ncu_sass_summary import summarise  # noqa: E402
 
 KEEP = re.compile(
-    r"lowbit_attention_kernel|_split_reduce_kernel|Duration|SM Frequency|Elapsed Cycles|Memory Throughput|DRAM Throughput"
-    r"|Compute \(SM\) Throughput|Issue Slots Busy|Issued Ipc Active|Warp Cycles Per Issued|Stall |Selected  "
-    r"|Registers Per Thread|Theoretical Occupancy|Achieved Occupancy|Achieved Active Warps|Block Limit Registers"
-    r"|Waves Per SM|Grid Size|Block Size|Dynamic Shared Memory Per Block|L2 Hit Rate|L1/TEX Hit Rate"
-    r"|bank_conflicts|wavefronts_mem_shared|inst_executed.sum|inst_issued.sum|dram__bytes_read|Executed Instructions  "
-    r"|Local Memory Spilling Requests  |Mem Pipes Busy")
+    r"lowbit_attention_kernel|_split_reduce_kernel|Duration|SM Frequency|Elapsed Cycles|Memory Throughput"
+    r"|DRAM Throughput|Compute \(SM\) Throughput|Issue Slots Busy|Issued Ipc Active|Warp Cycles Per Issued"
+    r"|Stall |Selected  |Registers Per Thread|Theoretical Occupancy|Achieved Occupancy|Achieved Active Warps"
+    r"|Block Limit Registers|Waves Per SM|Grid Size|Block Size|Dynamic Shared Memory Per Block|L2 Hit Rate"
+    r"|L1/TEX Hit Rate|bank_conflicts|wavefronts_mem_shared|inst_executed.sum|inst_issued.sum"
+    r"|dram__bytes_read|Executed Instructions  |Local Memory Spilling Requests  |Mem Pipes Busy")
 
 
 def trim(text: str) -> str:
@@ -29,7 +29,8 @@ def trim(text: str) -> str:
         if "pcsamp" in line or "average_warps_issue_stalled" in line or not KEEP.search(line):
             continue
         key = re.sub(r"\s+", " ", line.strip())
-        if key in seen and "lowbit_attention_kernel" not in key and "_split_reduce_kernel" not in key:
+        kernel_line = "lowbit_attention_kernel" in key or "_split_reduce_kernel" in key
+        if key in seen and not kernel_line:
             continue
         seen.add(key)
         out.append(line.rstrip())
@@ -38,6 +39,7 @@ def trim(text: str) -> str:
 
 if __name__ == "__main__":
     details, sass = sys.argv[1], sys.argv[2]
-    print(trim(open(details).read()))
+    with open(details) as f:
+        print(trim(f.read()))
     print()
     print(summarise(sass, 25))

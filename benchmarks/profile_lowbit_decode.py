@@ -16,7 +16,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lowbit_bench import BS, HKV, HQ, D, lowbit_copies  # noqa: E402
+from lowbit_bench import HKV, HQ, D, lowbit_copies  # noqa: E402
 
 from kvlab.bench.workloads import random_kv  # noqa: E402
 from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention  # noqa: E402

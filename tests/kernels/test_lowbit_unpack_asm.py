@@ -91,7 +91,8 @@ def test_unpack_fma_asm_gives_code_times_scale_plus_zero(bits, gen):
     """Worked case from the docstring: 2 bits, part 3, byte 0xC0 → code 3; 3 · 0.5 − 1 = 0.5. Then
     random words, scales in [2^-8, 2) and zero points in (−4, 4), each code against float64
     ``c · s + z`` rounded once to fp16, element by element (so a swapped operand or half shows)."""
-    doc = _run(unpack_fma_asm(2, 3), 0xC0, torch.float16, (*_pack_halves([0.5] * 4), *_pack_halves([-1.0] * 4)))
+    halves = (*_pack_halves([0.5] * 4), *_pack_halves([-1.0] * 4))
+    doc = _run(unpack_fma_asm(2, 3), 0xC0, torch.float16, halves)
     assert doc[0] == 0.5
     words = torch.randint(0, 2**32, (48,), generator=gen, dtype=torch.int64).tolist() + [0, 0xFFFFFFFF]
     for part in range(8 // bits):
