@@ -4,9 +4,9 @@ numbers in ``benchmarks/lowbit_notes.md``: 32 query / 8 KV heads, head 128, L = 
 
 * A full int4 decode grid (B=64: 512 programs) runs one 128-key tile a step on 4 warps under a
   128-register cap, so four programs share a multiprocessor and B=64 is one wave (1,386 µs; 2 warps
-  on 64-key tiles 1,424, 8 warps 2,275, cap 168 1,627), with a **3-stage** pipeline: once the value
-  tile's shared-memory bank conflicts were gone (notes v7), the wait for a tile's copies at the top
-  of the loop was the largest stall, and a third stage took B=64 from 1,118 to 1,082 µs.
+  on 64-key tiles 1,424, 8 warps 2,275, cap 168 1,627; after the value-tile fix of notes v7 1,118,
+  and 3 or 4 pipeline stages no faster: 2 stages 1,034 against 3 stages 1,143 and 4 stages 1,093 in
+  one run, 1,118 against 1,082 in the other, each first-timed row slower).
 * A full KIVI decode grid runs one 64-key tile a step on **2 warps**, uncapped: a program's score tile
   ``[16, 64]`` is then reduced across 2 warps instead of 4. B=64: kivi4 1,992 µs and kivi2 1,646,
   against 2,477 / 2,020 at 4 warps, two tiles a step, capped at 168 (the rule before).
@@ -33,7 +33,6 @@ SHORT_GRID_TILE_INT4: int = 64
 PREFILL_TILE: int = 64
 INTERPRETER_TILE: int = 16
 STAGES: int = 2
-DECODE_STAGES_INT4: int = 3
 WARPS: int = 4
 FULL_GRID_WARPS_KIVI: int = 2
 SHORT_GRID_WARPS_INT4: int = 2
@@ -138,10 +137,9 @@ def choose_lowbit_launch(*, kivi: bool, prefill: bool, num_programs: int, max_se
         tiles_per_step = 1
     if max_registers is None and full_grid and not kivi:
         max_registers = DECODE_MAX_REGISTERS_INT4
-    stages = DECODE_STAGES_INT4 if full_grid and not kivi else STAGES
     if num_splits is None:
         num_splits = short_grid_splits
         if full_grid and kivi:
             num_splits = wave_balanced_splits(num_programs, num_sms, KIVI_RESIDENT_PROGRAMS,
                                               -(-tiles // tiles_per_step))
-    return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps, stages)
+    return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps, STAGES)

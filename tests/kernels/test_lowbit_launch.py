@@ -24,9 +24,8 @@ def _launch(kivi, batch, *, prefill=False, seq_len=32768, **given):
 
 
 def test_full_decode_grids():
-    # B=64 x 8 KV heads = 512 programs: int4 one 128-key tile a step on 4 warps, capped for 4 programs per SM,
-    # 3 pipeline stages
-    assert _launch(False, 64) == LowBitLaunch(128, 1, 1, 128, 4, 3)
+    # B=64 x 8 KV heads = 512 programs: int4 one 128-key tile a step on 4 warps, capped for 4 programs per SM
+    assert _launch(False, 64) == LowBitLaunch(128, 1, 1, 128, 4)
     # KIVI: 64-key tiles on 2 warps, uncapped: 4 resident per SM, waves of 528 hold 512 (97%): unsplit
     assert _launch(True, 64) == LowBitLaunch(64, 1, 1, None, 2)
 
@@ -53,4 +52,4 @@ def test_prefill_and_interpreter_and_given_options():
                                 num_sms=None) == LowBitLaunch(32, 1, 1, None, 4)
     assert _launch(True, 64, tiles_per_step=2, num_splits=1, max_registers=255,
                    num_warps=4) == LowBitLaunch(64, 2, 1, 255, 4)
-    assert _launch(False, 64, tile_n=64) == LowBitLaunch(64, 1, 1, 128, 4, 3)
+    assert _launch(False, 64, tile_n=64) == LowBitLaunch(64, 1, 1, 128, 4)
