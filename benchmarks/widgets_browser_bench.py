@@ -14,7 +14,9 @@ no redraw within 60 s is an error.
 Each change is also broken down (medians in the table and CSV; see :func:`breakdown`): the time to
 the kernel (debounce included), the kernel's handler, the messages it sent and their size, and the
 time from the kernel's idle to the last redraw, from the page's websocket frames and the dates the
-kernel stamps on its messages.
+kernel stamps on its messages; then the page's side: how many redraws, of how many figures, the time
+plotly spent in them (each redraw from ``plotly_beforeplot`` to ``plotly_afterplot``) and the page's
+long main-thread tasks.
 
 Target (2 CPU cores): median ≤ 300 ms from a control change to the figure redrawn.
 
@@ -66,15 +68,33 @@ INTERACTIONS: dict[str, tuple[str, str, list[str]]] = {
     "06_serving_what_if": ("serving dashboard", "KV dtype", ["fp8", "int8_per_token_head", "auto"]),
 }
 
-#: Page script: listen to every plotly figure's redraws (idempotent).
+#: Page script: listen to every plotly figure's redraws (idempotent). Each full redraw
+#: (plotly's ``_doPlot``, what ``Plotly.react``/``addTraces``/``deleteTraces``/``relayout`` run) is
+#: recorded as [start, end, figure index]: ``plotly_beforeplot`` and ``plotly_afterplot`` in the page's
+#: clock. Every main-thread task over 50 ms (the Long Tasks API) is recorded as [start, duration].
 LISTEN_JS = """() => {
   window.__kvlabDraws = window.__kvlabDraws || [];
-  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    if (gd.__kvlabListening || typeof gd.on !== 'function') continue;
-    gd.__kvlabListening = true;
-    gd.on('plotly_afterplot', () => window.__kvlabDraws.push(performance.now()));
+  window.__kvlabPlots = window.__kvlabPlots || [];
+  window.__kvlabTasks = window.__kvlabTasks || [];
+  if (!window.__kvlabTaskObserver && typeof PerformanceObserver !== 'undefined') {
+    window.__kvlabTaskObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__kvlabTasks.push([e.startTime, e.duration]);
+    });
+    try { window.__kvlabTaskObserver.observe({entryTypes: ['longtask']}); } catch (e) {}
   }
-  return document.querySelectorAll('.js-plotly-plot').length;
+  const all = [...document.querySelectorAll('.js-plotly-plot')];
+  all.forEach((gd, index) => {
+    if (gd.__kvlabListening || typeof gd.on !== 'function') return;
+    gd.__kvlabListening = true;
+    gd.on('plotly_beforeplot', () => { gd.__kvlabStart = performance.now(); });
+    gd.on('plotly_afterplot', () => {
+      const t = performance.now();
+      window.__kvlabDraws.push(t);
+      window.__kvlabPlots.push([gd.__kvlabStart === undefined ? t : gd.__kvlabStart, t, index]);
+      gd.__kvlabStart = undefined;
+    });
+  });
+  return all.length;
 }"""
 
 #: Page script: scroll the dropdown labelled ``label`` to the top of the page (where a user's click on
@@ -111,6 +131,8 @@ CHANGE_JS = """([label, option]) => {
   const index = [...select.options].findIndex(o => o.textContent.replace(/\u00a0/g, ' ').trim() === option);
   if (index < 0) return {error: `no option ${option} in ${label}`};
   window.__kvlabDraws = [];
+  window.__kvlabPlots = [];
+  window.__kvlabTasks = [];
   const t0 = performance.now();
   select.selectedIndex = index;
   select.dispatchEvent(new Event('change', {bubbles: true}));
@@ -155,7 +177,8 @@ def _epoch_ms(date: str) -> float | None:
         return None
 
 
-def breakdown(t0: float, origin: float, draws: list[float], frames: list[list]) -> dict:
+def breakdown(t0: float, origin: float, draws: list[float], frames: list[list],
+              plots: list[list] | None = None, tasks: list[list] | None = None) -> dict:
     """Where one change's time went (ms; ``t0`` and ``draws`` in the page's clock, ``origin`` its
     epoch; the kernel's times are the dates it stamped on its messages, on the same machine).
 
@@ -163,7 +186,12 @@ def breakdown(t0: float, origin: float, draws: list[float], frames: list[list]) 
     the message's trip); ``handler_ms``: the kernel's busy → idle, the Python update and the sending
     of its messages; ``comm_msgs`` / ``comm_kb``: the messages the kernel sent meanwhile;
     ``after_kernel_ms``: from the kernel's idle to the last redraw (the messages' trip, plotly.js
-    decoding and drawing them, beyond what overlapped the handler); ``draws``: redraws counted.
+    decoding and drawing them, beyond what overlapped the handler); ``draws``: redraws counted;
+    ``figures``: how many figures were redrawn (so ``draws / figures`` is the redraws per figure);
+    ``plot_ms``: the sum of plotly's redraw times (``plotly_beforeplot`` → ``plotly_afterplot`` of each
+    redraw in ``plots``); ``busy_ms``: the sum of the page's long main-thread tasks (> 50 ms, from
+    ``tasks``) from the change to the last redraw: plotly drawing, decoding the messages, the widget
+    manager's work.
     """
     stamped = [(f, _epoch_ms(f[4])) for f in frames]
     change = origin + t0
@@ -174,10 +202,17 @@ def breakdown(t0: float, origin: float, draws: list[float], frames: list[list]) 
     comms = [f for f, d in stamped if f[2] == "comm_msg" and busy is not None and busy <= d
              and (idle is None or d <= idle)]
     last = origin + max(draws) if draws else None
+    plots = [p for p in plots or () if p[1] >= t0]
+    end = max(draws) if draws else t0
+    tasks = [t for t in tasks or () if t[0] + t[1] >= t0 and t[0] <= end]
     return dict(to_kernel_ms=None if busy is None else busy - change,
                 handler_ms=None if idle is None or busy is None else idle - busy,
                 comm_msgs=len(comms), comm_kb=sum(f[1] for f in comms) / 1e3,
-                after_kernel_ms=None if idle is None or last is None else last - idle, draws=len(draws))
+                after_kernel_ms=None if idle is None or last is None else last - idle, draws=len(draws),
+                figures=len({p[2] for p in plots}),
+                plot_ms=sum(p[1] - max(p[0], t0) for p in plots),
+                busy_ms=sum(min(t[0] + t[1], end) - max(t[0], t0) for t in tasks),
+                each_plot=[(p[2], round(p[1] - max(p[0], t0))) for p in sorted(plots)])
 
 
 def measure_change(page, label: str, option: str, timeout_s: float = 60.0) -> tuple[float, dict]:
@@ -195,13 +230,16 @@ def measure_change(page, label: str, option: str, timeout_s: float = 60.0) -> tu
         draws, now = page.evaluate("() => [window.__kvlabDraws, performance.now()]")
         after = [d for d in draws if d >= t0]
         if after and now - after[-1] >= SETTLE_MS:
-            frames, origin = page.evaluate("() => [window.__kvlabFrames, performance.timeOrigin]")
-            return after[-1] - t0, breakdown(t0, origin, after, frames)
+            frames, origin, plots, tasks = page.evaluate(
+                "() => [window.__kvlabFrames, performance.timeOrigin, window.__kvlabPlots,"
+                " window.__kvlabTasks]")
+            return after[-1] - t0, breakdown(t0, origin, after, frames, plots, tasks)
     raise RuntimeError(f"no figure redrawn within {timeout_s:.0f} s after {label} = {option}")
 
 
 #: The breakdown columns (medians over the changes), as :func:`breakdown` names them.
-BREAKDOWN = ("to_kernel_ms", "handler_ms", "comm_msgs", "comm_kb", "after_kernel_ms", "draws")
+BREAKDOWN = ("to_kernel_ms", "handler_ms", "comm_msgs", "comm_kb", "after_kernel_ms", "draws", "figures",
+             "plot_ms", "busy_ms")
 
 
 def _median(values: list) -> float | None:
@@ -276,7 +314,10 @@ def bench(lessons: list[str], repeats: int, verbose: bool = False,
                     if verbose:
                         for t, p in zip(times, parts, strict=True):
                             print(f"    {t:7.0f} ms: " + ", ".join(
-                                f"{k} {'–' if p[k] is None else round(p[k])}" for k in BREAKDOWN), flush=True)
+                                f"{k} {'–' if p[k] is None else round(p[k])}" for k in BREAKDOWN)
+                              + "; each redraw (figure, ms): "
+                              + " ".join(f"{f}:{ms}" for f, ms in p["each_plot"]),
+                              flush=True)
                     context.close()
                 browser.close()
         finally:
@@ -299,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     machine = dict(cpus=os.cpu_count(), load_1min=round(os.getloadavg()[0], 2), label=args.label)
     print(f"CPU cores {machine['cpus']}, load average at start {machine['load_1min']}")
     print(f"{'explorer':<20}{'control':<12}{'median':>9}{'p95':>9}{'max':>9}{'→kernel':>9}{'handler':>9}"
-          f"{'msgs':>9}{'kB':>9}{'→drawn':>9}{'draws':>9}  each change (ms); "
+          f"{'msgs':>9}{'kB':>9}{'→drawn':>9}{'draws':>9}{'figures':>9}{'plot ms':>9}{'busy ms':>9}"
+          "  each change (ms); "
           f"target median ≤ {TARGET_MEDIAN_MS:.0f} ms")
     rows = bench(args.only or list(INTERACTIONS), args.repeats, args.verbose, args.windowing)
     out = Path(args.out)

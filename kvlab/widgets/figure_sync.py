@@ -1,8 +1,9 @@
 """Copying a freshly built figure into a live ``FigureWidget``: its traces replace the old ones and
 its layout is applied, skipping whichever of the two already shows the same thing.
 
-Each part the browser receives costs it a redraw: replacing the traces is a delete and an add
-message, the layout one more. A part equal to what the widget holds (same traces, or same layout
+Replacing the traces is a delete and an add message, the layout one more; the page draws the
+messages of one figure's update once (:mod:`kvlab.widgets.one_redraw`: plotly's own view redrew after
+each, three times per figure). A part equal to what the widget holds (same traces, or same layout
 entries) is not sent, so a figure whose data did not change costs no message at all. The messages
 that are sent are the same as for a complete replacement (never a partial restyle of the traces on
 screen), and the widget ends up holding exactly the new figure's properties either way.

@@ -24,6 +24,8 @@ import plotly
 import plotly.graph_objects as go
 import traitlets
 
+from kvlab.widgets.one_redraw import ONE_REDRAW_JS
+
 #: plotly's front-end bundle for ``FigureWidget``.
 BUNDLE_PATH = Path(plotly.__file__).parent / "package_data" / "widgetbundle.js"
 
@@ -40,8 +42,9 @@ function kvlabPlotlySlot() {
 }
 """
 
-#: Module of the bundle model: import plotly's code once per page and publish its widget.
-LOADER_ESM = _SLOT_JS + """
+#: Module of the bundle model: import plotly's code once per page, make its view draw each update
+#: once (:mod:`kvlab.widgets.one_redraw`) and publish its widget.
+LOADER_ESM = _SLOT_JS + ONE_REDRAW_JS + """
 export default {
   initialize({ model }) {
     const slot = kvlabPlotlySlot();
@@ -49,7 +52,10 @@ export default {
     slot.loading = true;
     const url = URL.createObjectURL(new Blob([model.get("bundle")], { type: "text/javascript" }));
     import(/* webpackIgnore: true */ url)
-      .then((mod) => slot.resolve(mod.default))
+      .then((mod) => {
+        kvlabOneRedraw(mod.FigureView, globalThis.Plotly);  // plotly's bundle sets window.Plotly
+        slot.resolve(mod.default);
+      })
       .catch((err) => {
         slot.loading = false;
         slot.reject(err);

@@ -44,7 +44,20 @@ def lab_server(tmp_path_factory, chromium_path):
     server = LabServer(root, home)
     server.start()
     yield server
-    server.stop()
+    try:
+        left = server.running_kernels()
+    finally:
+        server.stop()
+    assert left == [], f"kernels left running after the tests: {left}"
+
+
+@pytest.fixture
+def kernel_shut_down(lab_server):
+    """Shut the test's notebook kernel down after its checks (each test opens one notebook), and
+    check that none is left running."""
+    yield
+    assert lab_server.shutdown_kernels() <= 1, "a test started more than one kernel"
+    assert lab_server.running_kernels() == []
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +71,7 @@ def browser(chromium_path):
 
 
 @pytest.fixture
-def page(browser):
+def page(browser, kernel_shut_down):
     context = browser.new_context(viewport={"width": 1400, "height": 1800})
     pg = context.new_page()
     pg.console_errors = []

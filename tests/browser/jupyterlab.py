@@ -92,6 +92,36 @@ class LabServer:
                 time.sleep(0.3)
         raise RuntimeError(f"JupyterLab did not answer within {timeout_s:.0f} s:\n{self.log_tail()}")
 
+    def api(self, method: str, path: str) -> object:
+        """Call the server's REST API (``/api/…``) as the page does: with the ``_xsrf`` cookie the lab
+        page sets and its value in the ``X-XSRFToken`` header. Returns the decoded JSON (or ``None``)."""
+        import http.cookiejar
+
+        if getattr(self, "_opener", None) is None:
+            jar = http.cookiejar.CookieJar()
+            self._opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+            self._opener.open(f"{self.url}/lab", timeout=30).read()
+            self._xsrf = next(c.value for c in jar if c.name == "_xsrf")
+        request = urllib.request.Request(f"{self.url}{path}", method=method,
+                                         headers={"X-XSRFToken": self._xsrf})
+        with self._opener.open(request, timeout=60) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def running_kernels(self) -> list[dict]:
+        """The server's kernels (``GET /api/kernels``)."""
+        return self.api("GET", "/api/kernels")
+
+    def shutdown_kernels(self) -> int:
+        """Shut down every session's kernel (``DELETE /api/sessions/…``, as closing a notebook with
+        "shut down kernel" does), then any kernel without a session; returns how many were running."""
+        running = len(self.running_kernels())
+        for session in self.api("GET", "/api/sessions"):
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+        for kernel in self.running_kernels():
+            self.api("DELETE", f"/api/kernels/{kernel['id']}")
+        return running
+
     def log_tail(self, n: int = 40) -> str:
         try:
             return "\n".join(self.log_path.read_text().splitlines()[-n:])

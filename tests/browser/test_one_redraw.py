@@ -1,0 +1,108 @@
+"""The page side of one redraw per figure per update (:mod:`kvlab.widgets.one_redraw`), run in Chromium
+on a stand-in for plotly's view class and for ``Plotly.react`` (so each draw can be counted).
+
+What the kernel sends to replace a figure is a delete, a layout and an add message; plotly's own view
+redraws after each of the three. Here they must give one ``Plotly.react`` of the model's state, and
+the kernel must hear back the last edit ids, as from plotly's commands.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kvlab.widgets.one_redraw import ONE_REDRAW_JS, WAIT_FOR_ADD_MS
+
+pytestmark = pytest.mark.browser
+
+#: A stand-in of plotly's FigureView (the methods the patch replaces or calls) and of Plotly.react.
+STAND_IN_JS = ONE_REDRAW_JS + """
+const calls = [];
+const Plotly = { react: (el, data, layout) => { calls.push(["react", el.id, data, layout]);
+                                                 return Promise.resolve(el); } };
+class View {
+  constructor(id, state) { this.el = { id }; this.viewID = "view-" + id; this.state = state;
+                           this.model = { get: (name) => structuredClone(this.state[name] ?? null) }; }
+  do_addTraces() { calls.push(["plotly addTraces"]); }
+  do_deleteTraces() { calls.push(["plotly deleteTraces"]); }
+  do_relayout() { calls.push(["plotly relayout"]); }
+  remove() { calls.push(["purge", this.el.id]); }
+  _sendTraceDeltas(id) { calls.push(["trace deltas", this.el.id, id]); }
+  _sendLayoutDelta(id) { calls.push(["layout delta", this.el.id, id]); }
+}
+kvlabOneRedraw(View, Plotly);
+kvlabOneRedraw(View, Plotly);  // idempotent
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const send = (view, name, msg) => {  // plotly's model code applies the command to the state first
+  view.state[name] = msg;
+  ({ _py2js_deleteTraces: () => view.do_deleteTraces(), _py2js_relayout: () => view.do_relayout(),
+     _py2js_addTraces: () => view.do_addTraces(), _py2js_update: () => view.do_update() })[name]();
+};
+"""
+
+
+def _run(browser, script: str):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        return page.evaluate(f"async () => {{ {STAND_IN_JS}\n{script} }}")
+    finally:
+        context.close()
+
+
+def test_a_replacement_of_traces_and_layout_is_drawn_once(browser):
+    calls = _run(browser, """
+      const v = new View("a", { _widget_data: [{ type: "bar", y: [1, 2] }],
+                                _widget_layout: { title: "old" } });
+      send(v, "_py2js_deleteTraces", { delete_inds: [0], trace_edit_id: 7, layout_edit_id: 3 });
+      v.state._widget_data = [];
+      send(v, "_py2js_relayout", { relayout_data: { title: "new" }, layout_edit_id: 4,
+                                   source_view_id: null });
+      v.state._widget_layout = { title: "new", height: 300 };
+      await sleep(50);
+      const before_add = calls.length;
+      v.state._widget_data = [{ type: "bar", y: [3, 4, 5] }];
+      send(v, "_py2js_addTraces", { trace_data: [{ type: "bar", y: [3, 4, 5] }], trace_edit_id: 8,
+                                    layout_edit_id: 5 });
+      await sleep(50);
+      return { before_add, calls };
+    """)
+    assert calls["before_add"] == 0  # nothing drawn between the delete and the add
+    assert calls["calls"] == [
+        ["react", "a", [{"type": "bar", "y": [3, 4, 5]}], {"title": "new", "height": 300}],
+        ["trace deltas", "a", 8],
+        ["layout delta", "a", 5],
+    ]
+
+
+def test_a_delete_with_no_add_is_drawn_after_the_wait_and_a_layout_change_at_once(browser):
+    calls = _run(browser, f"""
+      const v = new View("b", {{ _widget_data: [], _widget_layout: {{}} }});
+      send(v, "_py2js_deleteTraces", {{ delete_inds: [0], trace_edit_id: 1, layout_edit_id: 1 }});
+      await sleep({WAIT_FOR_ADD_MS // 2});
+      const waiting = calls.length;
+      await sleep({WAIT_FOR_ADD_MS});
+      const after_wait = calls.length;
+      send(v, "_py2js_update", {{ style_data: {{}}, layout_data: {{ "title.text": "x" }}, trace_edit_id: 2,
+                                 layout_edit_id: 2 }});
+      await sleep(30);
+      return [waiting, after_wait, calls.map((c) => c[0])];
+    """)
+    waiting, after_wait, kinds = calls
+    assert waiting == 0
+    assert after_wait == 3  # the react and the two deltas
+    assert kinds == ["react", "trace deltas", "layout delta"] * 2
+
+
+def test_the_views_own_zoom_and_a_removed_view_are_not_drawn(browser):
+    calls = _run(browser, """
+      const v = new View("c", { _widget_data: [], _widget_layout: {} });
+      send(v, "_py2js_relayout", { relayout_data: { "xaxis.range": [0, 1] }, layout_edit_id: 9,
+                                   source_view_id: v.viewID });
+      const w = new View("d", { _widget_data: [], _widget_layout: {} });
+      send(w, "_py2js_relayout", { relayout_data: {}, layout_edit_id: 1, source_view_id: null });
+      w.remove();
+      send(w, "_py2js_relayout", { relayout_data: {}, layout_edit_id: 2, source_view_id: null });
+      await sleep(50);
+      return calls;
+    """)
+    assert calls == [["layout delta", "c", 9], ["purge", "d"]]
