@@ -73,6 +73,7 @@ from kvlab.kernels.attention_checks import check_attention_call
 from kvlab.kernels.attention_kernel import paged_attention_kernel
 from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import fp8_constexprs, triton_dtype
+from kvlab.kernels.int8_decode import CODE_DIVISOR, int8_parts_by_trick
 from kvlab.kernels.launch_config import (
     AttentionTiling,
     choose_tiling,
@@ -157,6 +158,8 @@ def prepare_paged_attention(
     fp8_fast_decode: bool = True,
     fp8_half_dots: bool = False,
     decode_full_tiles: bool | None = None,
+    int8_fast_decode: bool = True,
+    int8_fast_values: bool | None = None,
 ) -> PagedAttentionCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
@@ -166,7 +169,10 @@ def prepare_paged_attention(
     ``fp8_half_dots=True`` runs the dots of a per-tensor fp8 cache read by bf16 queries in fp16 (see
     ``_dot_types``; measured slower, kept for comparing the two). ``decode_full_tiles`` (``None``: the
     rule :func:`~kvlab.kernels.launch_config.unmasked_decode_tiles`) runs a decode's tiles that lie
-    wholly inside the sequence without masks (only its last tile masked).
+    wholly inside the sequence without masks (only its last tile masked). ``int8_fast_decode=False``
+    makes int8 → bf16 use Triton's own cast instead of :mod:`kvlab.kernels.int8_decode` (same
+    values; for comparing the two); ``int8_fast_values`` overrides the rule for the values (``None``:
+    :func:`~kvlab.kernels.int8_decode.int8_parts_by_trick`).
     """
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -200,6 +206,12 @@ def prepare_paged_attention(
     qk_scale, out_scale = sigma, 1.0
     if mode == QuantMode.FP8_PER_TENSOR:
         qk_scale, out_scale = sigma * cache.k_scale, cache.v_scale
+    # int8 codes enter the bf16 dots divided by 64 (kernels/int8_decode.py): the scales take the 64
+    int8_k, int8_v = False, False
+    if int8_fast_decode and sch.storage_dtype == torch.int8 and dot_dtype == torch.bfloat16:
+        int8_k, int8_v = int8_parts_by_trick(decode_only, tiling.num_splits, tiling.tile_n, int8_fast_values)
+        qk_scale *= CODE_DIVISOR
+        out_scale *= CODE_DIVISOR if int8_v else 1
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits
 
@@ -242,6 +254,7 @@ def prepare_paged_attention(
         DECODE_FULL_TILES=decode_only and (
             unmasked_decode_tiles(sch.element_bytes, splits, batch.max_seq_len, tiling.tile_n)
             if decode_full_tiles is None else decode_full_tiles),
+        INT8_K_OVER_64=int8_k, INT8_V_OVER_64=int8_v,
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
     if tiling.max_registers is not None and not INTERPRET:

@@ -51,7 +51,7 @@ def paged_attention_kernel(
     DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, OUT_DTYPE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr, LONGEST_FIRST: tl.constexpr,
-    DECODE_FULL_TILES: tl.constexpr,
+    DECODE_FULL_TILES: tl.constexpr, INT8_K_OVER_64: tl.constexpr, INT8_V_OVER_64: tl.constexpr,
 ):
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
@@ -137,7 +137,7 @@ def paged_attention_kernel(
             False, NUM_KV_HEADS, HEAD_SIZE, HEAD_SIZE_PAD, HEAD_SIZE_V, HEAD_SIZE_V_PAD, BLOCK_SIZE, TILE_N,
             DECODE_ONLY, QUANT_MODE, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
             FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
-            SCALES_BY_TOKEN)
+            SCALES_BY_TOKEN, INT8_K_OVER_64, INT8_V_OVER_64)
     for t in range(full_hi, tile_hi):
         m_i, l_i, acc, blk, sk, sv = attend_tile(
             t, blk, sk, sv, q, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
@@ -146,7 +146,7 @@ def paged_attention_kernel(
             True, NUM_KV_HEADS, HEAD_SIZE, HEAD_SIZE_PAD, HEAD_SIZE_V, HEAD_SIZE_V_PAD, BLOCK_SIZE, TILE_N,
             DECODE_ONLY, QUANT_MODE, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
             FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
-            SCALES_BY_TOKEN)
+            SCALES_BY_TOKEN, INT8_K_OVER_64, INT8_V_OVER_64)
 
     if not SPLIT_K:
         # padding rows saw no key (l = 0); divide them by 1 instead, they are not stored anyway

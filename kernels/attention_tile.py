@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from kvlab.kernels.int8_decode import int8_to_bf16_over_64
 from kvlab.kernels.numerics import fp8_to_bf16, fp8_to_fp32, round_to_dot_dtype, to_fp32
 from kvlab.kernels.runtime import tl, triton
 from kvlab.quantization.schemes import QuantMode
@@ -32,14 +33,18 @@ LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
 @triton.jit
 def dot_operand(x, IS_FP8: tl.constexpr, FP8_MANT_BITS: tl.constexpr, FP8_SPECIAL_MASK: tl.constexpr,
                 FP8_HAS_INF: tl.constexpr, FP8_DECODE_ASM: tl.constexpr, FP8_KEEP_SPECIALS: tl.constexpr,
-                DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
+                DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr, INT8_OVER_64: tl.constexpr = False):
     """Stored values (codes or plain values) → a ``tl.dot`` operand in ``DOT_DTYPE``.
 
     Compiled: one conversion, exact for int8/fp8 codes into bf16/fp16 (fp8 → bf16 by bit moves, see
     :func:`kvlab.kernels.numerics.fp8_to_bf16`). Interpreter: the exact fp32 value, rounded to
-    ``DOT_DTYPE`` but kept in fp32 (see :mod:`kvlab.kernels.numerics`).
+    ``DOT_DTYPE`` but kept in fp32 (see :mod:`kvlab.kernels.numerics`). ``INT8_OVER_64`` (int8
+    codes, bf16 dots): the codes divided by 64, in fewer instructions
+    (:mod:`kvlab.kernels.int8_decode`); the caller puts the 64 back into its scales.
     """
-    if INTERPRET_:
+    if INT8_OVER_64:
+        return int8_to_bf16_over_64(x, INTERPRET_)
+    elif INTERPRET_:
         if IS_FP8:
             x32 = fp8_to_fp32(x, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, INTERPRET_)
         else:
@@ -134,12 +139,15 @@ def attend_tile(
     FP8_HAS_INF: tl.constexpr, FP8_DECODE_ASM: tl.constexpr, FP8_KEEP_SPECIALS: tl.constexpr,
     DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, INTERPRET_: tl.constexpr,
-    SCALES_BY_TOKEN: tl.constexpr,
+    SCALES_BY_TOKEN: tl.constexpr, INT8_K_OVER_64: tl.constexpr, INT8_V_OVER_64: tl.constexpr,
 ):
     """Fold key tile ``t`` (block ids ``blk``, scales ``sk``/``sv``) into ``(m_i, l_i, acc)``.
 
     ``MASKED=False`` is only for tiles whose keys every row may see (all inside ``[kv_start,
-    kv_end)``, causal for every row, no window). Returns the updated ``(m_i, l_i, acc)`` and the block
+    kv_end)``, causal for every row, no window). ``INT8_K_OVER_64`` / ``INT8_V_OVER_64``: K / V codes
+    enter the dots divided by 64; the host multiplied ``qk_scale`` / the output scale by 64 (exact,
+    powers of two; see :func:`kvlab.kernels.int8_decode.int8_parts_by_trick`). Returns the
+    updated ``(m_i, l_i, acc)`` and the block
     ids and scales of tile ``t + 1``.
     """
     offs_n = tl.arange(0, TILE_N)
@@ -163,7 +171,7 @@ def attend_tile(
 
     # -- scores ---------------------------------------------------------------------------------------
     k = dot_operand(k, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
-                    FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
+                    FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_, INT8_K_OVER_64)
     s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
     if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
         s = s * (qk_scale * sk)[None, :]  # per-token-head: the K scale multiplies the score
@@ -200,7 +208,7 @@ def attend_tile(
         p = p * sv[None, :]  # the V scale folds into p, after the softmax sum took the unscaled p
     acc = acc * alpha[:, None]
     v = dot_operand(v, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
-                    FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
+                    FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_, INT8_V_OVER_64)
     p = round_to_dot_dtype(p, P_DTYPE, INTERPRET_)
     if P_DTYPE != DOT_DTYPE:
         p = p.to(DOT_DTYPE)  # bf16/fp16-valued p into an fp32 (tf32) dot: exact

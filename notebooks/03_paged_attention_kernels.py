@@ -140,9 +140,9 @@ if results:
 #   included. There are too few bytes to save: the time is launch and memory latency, not bandwidth.
 # * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.1–1.2×) or batch 16 at 1,024
 #   tokens (1.2–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3–1.4×; batch 16 at 8,192 and
-#   32,768 tokens 1.6–1.7×.
-# * **Large batches** (64): 1.56–1.75×. bfloat16 there already streams at the copy bandwidth (94–101 %),
-#   the 1-byte kernels at 73–90 %: half the bytes, but not quite half the time.
+#   32,768 tokens 1.6–1.75×.
+# * **Large batches** (64): 1.54–1.78×. bfloat16 there already streams at the copy bandwidth (94–101 %),
+#   the 1-byte kernels at 73–92 %: half the bytes, but not quite half the time.
 # * On an H200, with 1.4× the H100's bandwidth and the same multiprocessors, bfloat16 at batch 64 gets
 #   1.4–1.5× faster and the 1-byte kernels barely move: they are limited by the work of converting
 #   codes, not by bytes (`benchmarks/results/decode_NVIDIA_H200.csv`).
@@ -175,7 +175,7 @@ if results:
 
 # %% [markdown]
 # There the per-tensor fp8 cache costs about 1.3× the time of bfloat16 and the per-token-head
-# formats 1.5–1.65×: a quantized cache saves memory in prefill, not time. (The 8-bit codes must be
+# formats 1.55–1.7×: a quantized cache saves memory in prefill, not time. (The 8-bit codes must be
 # converted for the tensor cores and pass through shared memory once more; bfloat16 tiles go
 # straight from the copy to the matrix units.)
 

@@ -112,6 +112,10 @@ def run_sweep(config: BenchConfig, sweep: Sweep, ctx: RunContext | None = None,
                 for cand in (None, *candidates):
                     if cand is not None and not cand.fp8_fast_decode and "fp8" not in scheme:
                         continue  # the fp8 decoding path only matters to fp8 caches
+                    int8_option = cand is not None and (not cand.int8_fast_decode
+                                                        or cand.int8_fast_values is not None)
+                    if int8_option and not scheme.startswith("int8"):
+                        continue  # the int8 conversion only matters to int8 caches
                     if cand is not None and cand.fp8_half_dots and scheme not in ("fp8_e4m3", "fp8_e5m2"):
                         continue  # fp16 dots are a per-tensor fp8 option
                     row = measure_kvlab_attention(
@@ -119,7 +123,8 @@ def run_sweep(config: BenchConfig, sweep: Sweep, ctx: RunContext | None = None,
                         fp8_fast_decode=cand is None or cand.fp8_fast_decode,
                         fp8_half_dots=cand is not None and cand.fp8_half_dots,
                         decode_full_tiles=cand.decode_full_tiles if cand is not None else None,
-                        paged_sets=sets)
+                        int8_fast_decode=cand is None or cand.int8_fast_decode,
+                        int8_fast_values=cand.int8_fast_values if cand is not None else None, paged_sets=sets)
                     if cand is not None:
                         row.backend = cand.backend(kind)
                     rows.append(row)
