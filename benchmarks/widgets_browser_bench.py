@@ -359,16 +359,27 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["label", "kind", "name", "lesson", "control", "n", "median_ms", "p95_ms", "max_ms", *BREAKDOWN,
               "console_errors", "error", "target", "meets_target", "cpus", "load_1min"]
-    append = args.append and out.exists()
-    with out.open("a" if append else "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields)
-        if not append:
-            w.writeheader()
-        for r in rows:
-            w.writerow({**r, **machine, "target": f"median <= {TARGET_MEDIAN_MS:.0f} ms",
-                        "meets_target": not r["error"] and r["median_ms"] <= TARGET_MEDIAN_MS})
+    write_rows(out, fields, [{**r, **machine, "target": f"median <= {TARGET_MEDIAN_MS:.0f} ms",
+                              "meets_target": not r["error"] and r["median_ms"] <= TARGET_MEDIAN_MS}
+                             for r in rows], append=args.append)
     print(f"written {out}")
     return 0
+
+
+def write_rows(out: Path, fields: list[str], rows: list[dict], append: bool = False) -> None:
+    """Write ``rows`` to the CSV ``out`` (after its rows with ``append``). Rows written by an earlier
+    version of this script, with fewer columns, are kept: the file is rewritten with the new columns
+    (left empty for them)."""
+    kept: list[dict] = []
+    if append and out.exists():
+        with out.open(newline="") as fh:
+            reader = csv.DictReader(fh)
+            kept = list(reader)
+            fields = fields + [f for f in reader.fieldnames or () if f not in fields]
+    with out.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, restval="", extrasaction="ignore")
+        w.writeheader()
+        w.writerows(kept + rows)
 
 
 if __name__ == "__main__":
