@@ -67,12 +67,15 @@ SWEEP_VARIANTS = {
                              dict(prefill_rows=128, num_warps=8)),
 }
 
-#: ``--candidate``: the default beside the variant still open (notes v8): int4 dots on ``code − 8``
-#: (``raw_int4_codes=False``, the kernel before v8), and the default again as the last row.
+#: ``--candidate``: the default beside the variants still open (notes v7): the int4 full grid at 3
+#: pipeline stages and again at the default's 2 (timed last: does the position in the run matter?),
+#: KIVI's ``c · s + z`` as packed ``fma.rn.f16x2``, 3 stages at B=1.
 CANDIDATE_VARIANTS = {
     **VARIANTS,
-    ("decode", 64, "int4"): ({}, dict(raw_int4_codes=False), dict(raw_int4_codes=True)),
-    ("decode", 1, "int4"): ({}, dict(raw_int4_codes=False), dict(raw_int4_codes=True)),
+    ("decode", 64, "int4"): ({}, dict(num_stages=3), dict(num_stages=2)),
+    ("decode", 64, "kivi"): ({}, dict(packed_fma=True)),
+    ("decode", 1, "int4"): ({}, dict(num_stages=3)),
+    ("decode", 1, "kivi"): ({}, dict(packed_fma=True), dict(num_stages=3)),
 }
 #: untimed CUDA-graph replays before each timed row (3 left the first-timed row of a scheme 5-10% slow
 #: in the v7 runs)
@@ -174,7 +177,6 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES, variants: dict | None 
                                backend=("kvlab-triton" if i == 0 else "kvlab-triton-sweep")
                                + ("-byte-unpack" if tried[i].get("fast_unpack") is False else "")
                                + ("-packed-fma" if tried[i].get("packed_fma") else "")
-                               + ("-code-minus-8" if tried[i].get("raw_int4_codes") is False else "")
                                + (f"-{step}-tiles-per-step" if step > 1 else "")
                                + (f"-{calls[0].block_m}-rows" if kind == "prefill" and scheme != "bfloat16"
                                   else "")

@@ -88,7 +88,6 @@ def lowbit_attention_kernel(
     HALF_DEQ: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, INTERPRET_: tl.constexpr,
     STEP_TILES: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
-    INT4_BASE: tl.constexpr,
 ):
     DP: tl.constexpr = D // P
     DVP: tl.constexpr = DV // P
@@ -130,18 +129,12 @@ def lowbit_attention_kernel(
     q1 = round_to_dot_dtype(q1, DOT_DTYPE, INTERPRET_)
     q2 = round_to_dot_dtype(q2, DOT_DTYPE, INTERPRET_)
     q3 = round_to_dot_dtype(q3, DOT_DTYPE, INTERPRET_)
-    q_sum = tl.zeros([BLOCK_M], tl.float32)
-    if not KIVI:  # int4: row sums of the dot operands, for the magic number the codes keep (lowbit_tile)
-        q_sum = tl.sum(q0.to(tl.float32), axis=1) + tl.sum(q1.to(tl.float32), axis=1)
-        if P == 4:
-            q_sum += tl.sum(q2.to(tl.float32), axis=1) + tl.sum(q3.to(tl.float32), axis=1)
 
     first_q, kv_start, kv_end, tile_lo, tile_hi = key_tile_range(
         context_len, q_block * BLOCK_Q, q_len, window, split, num_splits, BLOCK_Q, TILE_N, USE_WINDOW,
         SPLIT_K)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
-    l_v = tl.zeros([BLOCK_M], tl.float32)  # int4: Σ of the dot operand p, rescaled like a0 .. a3
     a0 = tl.zeros([BLOCK_M, DVP_PAD], tl.float32)
     a1 = tl.zeros([BLOCK_M, DVP_PAD], tl.float32)
     a2 = tl.zeros([BLOCK_M, DVP_PAD], tl.float32)
@@ -157,27 +150,21 @@ def lowbit_attention_kernel(
     packed_end = tl.minimum(kv_end, packed_hi * TILE_N)
     for t in range(tile_lo, packed_hi, STEP_TILES):
         for k in tl.static_range(STEP_TILES):
-            m_i, l_i, l_v, a0, a1, a2, a3 = attend_lowbit_tile(
-                t + k, q0, q1, q2, q3, q_sum, m_i, l_i, l_v, a0, a1, a2, a3, q_pos, row_valid, kv_start,
-                packed_end, kv_head, bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr,
-                rpage_ptr, qk_scale, softcap, window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS,
-                P, G, KIVI, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP,
-                INTERPRET_, ASM0, ASM1, ASM2, ASM3, INT4_BASE)
+            m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
+                t + k, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, packed_end,
+                kv_head, bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
+                qk_scale, softcap, window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G,
+                KIVI, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP,
+                INTERPRET_, ASM0, ASM1, ASM2, ASM3)
     if KIVI:
         for t in range(tl.maximum(tile_lo, t_mid), tile_hi):
-            m_i, l_i, l_v, a0, a1, a2, a3 = attend_lowbit_tile(
-                t, q0, q1, q2, q3, q_sum, m_i, l_i, l_v, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end,
-                kv_head, bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
-                qk_scale, softcap, window, True, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G,
-                KIVI, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
-                ASM0, ASM1, ASM2, ASM3, INT4_BASE)
+            m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
+                t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head,
+                bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale,
+                softcap, window, True, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G, KIVI,
+                BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
+                ASM0, ASM1, ASM2, ASM3)
 
-    if not KIVI:  # int4: each accumulator holds Σ p·(INT4_BASE + code); the scheme's value is code − 8
-        a0 -= (INT4_BASE + 8) * l_v[:, None]
-        a1 -= (INT4_BASE + 8) * l_v[:, None]
-        if P == 4:
-            a2 -= (INT4_BASE + 8) * l_v[:, None]
-            a3 -= (INT4_BASE + 8) * l_v[:, None]
     if not SPLIT_K:
         _store_parts(out_ptr, token * stride_ot + q_head * stride_oh, a0, a1, a2, a3, l_i, row_valid, P, DVP,
                      DVP_PAD, True, OUT_DTYPE, INTERPRET_)

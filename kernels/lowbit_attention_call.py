@@ -90,7 +90,6 @@ def prepare_lowbit_attention(
     max_registers: int | None = None,
     fast_unpack: bool = True,
     packed_fma: bool = False,
-    raw_int4_codes: bool = True,
     tiles_per_step: int | None = None,
     prefill_rows: int | None = None,
 ) -> LowBitAttentionCall:
@@ -98,9 +97,7 @@ def prepare_lowbit_attention(
     plus launch overrides for sweeps (``num_warps``, ``num_stages``, ``max_registers``, ``fast_unpack``,
     ``packed_fma``: KIVI's ``c · s + z`` as packed ``fma.rn.f16x2`` in the unpack's PTX, else as
     Triton's scalar fp16 FMAs (the default: packed measured no faster, ``benchmarks/lowbit_notes.md`` v7),
-    ``raw_int4_codes``: int4 dots on ``M + code`` (the unpack's magic number ``M`` left in, ``(M + 8) ·
-    Σ`` taken off once; 16-bit queries only) instead of ``code − 8``, and ``prefill_rows``: query rows
-    of one prefill program, 16 to 256, default the launch rule's)."""
+    and ``prefill_rows``: query rows of one prefill program, 16 to 256, default the launch rule's)."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
                                              num_splits=num_splits)
@@ -147,11 +144,10 @@ def prepare_lowbit_attention(
     half = kivi and query.dtype != torch.float32  # KIVI dots in fp16 (see the kernel's docstring)
     dot = torch.float16 if half else query.dtype
     fma2 = half and packed_fma  # KIVI's c·s + z two codes per instruction (kernels.lowbit_dequant)
-    raw = not kivi and raw_int4_codes and dot in MAGIC  # int4 operands M + code (kernels.lowbit_tile)
     asm = [""] * 4
     if fast_unpack and not INTERPRET and dot in MAGIC:
         asm[:sch.codes_per_byte] = [unpack_fma_asm(sch.bits, k) if fma2 else
-                                    unpack_asm(sch.bits, k, dot, 0 if kivi else None if raw else 8)
+                                    unpack_asm(sch.bits, k, dot, 0 if kivi else 8)
                                     for k in range(sch.codes_per_byte)]
     consts = dict(
         NUM_KV_HEADS=nkv, GROUP=group, D=head_size,
@@ -164,7 +160,6 @@ def prepare_lowbit_attention(
         HALF_DEQ=(2 if fma2 else 1) if half else 0, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
         INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
-        INT4_BASE=MAGIC[dot][1] if raw else -8,
     )
     num_warps = shape.num_warps
     num_stages = shape.num_stages if num_stages is None else num_stages

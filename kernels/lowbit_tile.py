@@ -43,11 +43,6 @@ LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
 
 
 @triton.jit
-def _add_pairs(a, b, c, d):
-    return a + c, b + d
-
-
-@triton.jit
 def key_bytes(kc_ptr, slot_row, packed, DP: tl.constexpr, DP_PAD: tl.constexpr, KIVI: tl.constexpr,
               BPT: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     """The tile's key code bytes, loaded once: ``[TILE_N, D / P]``, or ``[BPT, B, D / P]`` for KIVI
@@ -80,10 +75,8 @@ def key_scale_words(ks_ptr, kz_ptr, blk_b, b_valid, kv_head, NUM_KV_HEADS: tl.co
 def operand_part(b, s, z, r_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.constexpr, W: tl.constexpr,
                  WP: tl.constexpr, WP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr,
                  KIVI: tl.constexpr, MIXED: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr,
-                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr, TOKEN_MINOR: tl.constexpr = False,
-                 INT4_BASE: tl.constexpr = 128):
-    """Part ``K`` of a K or V tile of rows ``W`` wide, ``[TILE_N, W / P]`` padded, as dot operand
-    (int4: ``INT4_BASE + code``, the unpack's magic number left in; the tile takes it off the dots).
+                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr, TOKEN_MINOR: tl.constexpr = False):
+    """Part ``K`` of a K or V tile of rows ``W`` wide, ``[TILE_N, W / P]`` padded, as dot operand.
 
     ``b`` are the tile's code bytes (:func:`key_bytes`, or :func:`value_bytes` with ``TOKEN_MINOR``:
     ``[W / P, TILE_N]``, transposed here after dequantization) and, for KIVI, ``s``/``z`` the fp16
@@ -103,9 +96,9 @@ def operand_part(b, s, z, r_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.con
             x = tl.where(from_res[:, None], as_dot_operand(r, DOT_DTYPE, INTERPRET_), x)
     else:
         if ASM != "":
-            x = code_values(b, K, BITS, ASM, -INT4_BASE, DOT_DTYPE)
+            x = code_values(b, K, BITS, ASM, 8, DOT_DTYPE)
         else:
-            x = as_dot_operand(code_part(b, K, BITS).to(tl.int16) + INT4_BASE, DOT_DTYPE, INTERPRET_)
+            x = as_dot_operand(code_part(b, K, BITS).to(tl.int8) - 8, DOT_DTYPE, INTERPRET_)
         if TOKEN_MINOR:
             x = tl.trans(x)
     return x
@@ -116,7 +109,7 @@ def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.cons
              DP: tl.constexpr, DP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr, KIVI: tl.constexpr,
              MIXED: tl.constexpr,
              BPT: tl.constexpr, TILE_N: tl.constexpr, HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr,
-             INTERPRET_: tl.constexpr, INT4_BASE: tl.constexpr):
+             INTERPRET_: tl.constexpr):
     """Part ``K`` of the key tile (bytes ``b`` from :func:`key_bytes`, KIVI scale words ``ws``/``wz`` from
     :func:`key_scale_words`), ``[TILE_N, D / P]`` padded, as dot operand."""
     s = ws
@@ -128,7 +121,7 @@ def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.cons
             s = s[:, None, :]
             z = z[:, None, :]
     return operand_part(b, s, z, rk_ptr, res_row, from_res, K, ASM, D, DP, DP_PAD, BITS, P, KIVI, MIXED,
-                        TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, False, INT4_BASE)
+                        TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
 
 
 @triton.jit
@@ -168,23 +161,17 @@ def value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS: t
 
 @triton.jit
 def attend_lowbit_tile(
-    t, q0, q1, q2, q3, q_sum, m_i, l_i, l_v, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head,
-    bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap,
-    window, MIXED: tl.constexpr, NUM_KV_HEADS: tl.constexpr, D: tl.constexpr, DP: tl.constexpr,
-    DP_PAD: tl.constexpr,
+    t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
+    kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap, window,
+    MIXED: tl.constexpr, NUM_KV_HEADS: tl.constexpr, D: tl.constexpr, DP: tl.constexpr, DP_PAD: tl.constexpr,
     DV: tl.constexpr, DVP: tl.constexpr, DVP_PAD: tl.constexpr, BITS: tl.constexpr, P: tl.constexpr,
     G: tl.constexpr, KIVI: tl.constexpr, BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr,
     HALF_DEQ: tl.constexpr, DOT_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, INTERPRET_: tl.constexpr,
-    ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr, INT4_BASE: tl.constexpr,
+    ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
 ):
     """Fold key tile ``t`` into the online softmax ``(m_i, l_i)`` and the ``P`` accumulator parts
-    ``a0 .. a3`` (``a2``, ``a3`` pass through unused when ``P == 2``).
-
-    int4: the dots run on ``INT4_BASE + code`` (no subtraction per code), so ``(INT4_BASE + 8) ·
-    Σ q`` comes off each score (``q_sum``: the row sums of the query's dot operands) and ``l_v``
-    accumulates ``Σ p·s_v`` (the dot operand ``p``, rescaled like the accumulators) for the kernel to
-    take ``(INT4_BASE + 8) · l_v`` off the output once; both exact up to fp32 rounding."""
+    ``a0 .. a3`` (``a2``, ``a3`` pass through unused when ``P == 2``)."""
     BPT: tl.constexpr = TILE_N // BLOCK_SIZE  # whole cache blocks per tile
     n = t * TILE_N + tl.arange(0, TILE_N)
     n_valid = (n >= kv_start) & (n < kv_end)
@@ -211,23 +198,22 @@ def attend_lowbit_tile(
         ws = kb
         wz = kb
     k0 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 0, ASM0, D, DP, DP_PAD, BITS, P, KIVI,
-                  MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, INT4_BASE)
+                  MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
     s = tl.dot(q0, tl.trans(k0), input_precision=DOT_PRECISION)
     k1 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 1, ASM1, D, DP, DP_PAD, BITS, P, KIVI,
-                  MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, INT4_BASE)
+                  MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
     s = tl.dot(q1, tl.trans(k1), s, input_precision=DOT_PRECISION)
     if P == 4:
         k2 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 2, ASM2, D, DP, DP_PAD, BITS, P,
-                      KIVI, MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, INT4_BASE)
+                      KIVI, MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
         s = tl.dot(q2, tl.trans(k2), s, input_precision=DOT_PRECISION)
         k3 = key_part(kb, ws, wz, rk_ptr, res_row, from_res, 3, ASM3, D, DP, DP_PAD, BITS, P,
-                      KIVI, MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, INT4_BASE)
+                      KIVI, MIXED, BPT, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_)
         s = tl.dot(q3, tl.trans(k3), s, input_precision=DOT_PRECISION)
     if KIVI:
         s = s * qk_scale
     else:  # int4 per-token-head: the K scale multiplies the score
-        s = (s - (INT4_BASE + 8) * q_sum[:, None]) * (qk_scale * tl.load(ks_ptr + slot_row, mask=n_valid,
-                                                                         other=1.0))[None, :]
+        s = s * (qk_scale * tl.load(ks_ptr + slot_row, mask=n_valid, other=1.0))[None, :]
     if USE_SOFTCAP:
         s = softcap * (1.0 - 2.0 / (tl.exp(tl.minimum(2.0 * s / softcap, 40.0)) + 1.0))
     dist = q_pos[:, None] - n[None, :]
@@ -239,29 +225,23 @@ def attend_lowbit_tile(
     m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
     alpha = tl.exp2(m_i - m_safe)
     p = tl.exp2(s - m_safe[:, None])
-    if KIVI:
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        p = round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_)
-    else:  # the V scale folds into p, after the softmax sum took the unscaled p; both row sums in one pass
-        pv = round_to_dot_dtype(p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :], DOT_DTYPE,
-                                INTERPRET_)
-        sum_p, sum_pv = tl.reduce((p, pv.to(tl.float32)), 1, _add_pairs)
-        l_i = l_i * alpha + sum_p
-        l_v = l_v * alpha + sum_pv
-        p = pv
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    if not KIVI:  # the V scale folds into p, after the softmax sum took the unscaled p
+        p = p * tl.load(vs_ptr + slot_row, mask=n_valid, other=0.0)[None, :]
+    p = round_to_dot_dtype(p, DOT_DTYPE, INTERPRET_)
     vb, vs, vz = value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS, DV, DVP, DVP_PAD,
                              G, P, KIVI, BPT, BLOCK_SIZE, TILE_N)
     v0 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 0, ASM0, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
-                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True, INT4_BASE)
+                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True)
     a0 = tl.dot(p, v0, a0 * alpha[:, None], input_precision=DOT_PRECISION)
     v1 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 1, ASM1, DV, DVP, DVP_PAD, BITS, P, KIVI, MIXED,
-                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True, INT4_BASE)
+                      TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True)
     a1 = tl.dot(p, v1, a1 * alpha[:, None], input_precision=DOT_PRECISION)
     if P == 4:
         v2 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 2, ASM2, DV, DVP, DVP_PAD, BITS, P,
-                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True, INT4_BASE)
+                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True)
         a2 = tl.dot(p, v2, a2 * alpha[:, None], input_precision=DOT_PRECISION)
         v3 = operand_part(vb, vs, vz, rv_ptr, res_row, from_res, 3, ASM3, DV, DVP, DVP_PAD, BITS, P,
-                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True, INT4_BASE)
+                          KIVI, MIXED, TILE_N, HALF_DEQ, DOT_DTYPE, INTERPRET_, True)
         a3 = tl.dot(p, v3, a3 * alpha[:, None], input_precision=DOT_PRECISION)
-    return m_new, l_i, l_v, a0, a1, a2, a3
+    return m_new, l_i, a0, a1, a2, a3

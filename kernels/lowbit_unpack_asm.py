@@ -23,37 +23,30 @@ def _fp16_bits(value: int) -> int:
     return int(torch.tensor(float(value), dtype=torch.float16).view(torch.int16)) & 0xFFFF
 
 
-def _unpack_lines(bits: int, part: int, dtype: torch.dtype, offset: int | None,
-                  outs: tuple[str, str]) -> list[str]:
+def _unpack_lines(bits: int, part: int, dtype: torch.dtype, offset: int, outs: tuple[str, str]) -> list[str]:
     """Body of :func:`unpack_asm`, writing the two result words to ``outs``."""
     magic, base, kind = MAGIC[dtype]
     mask = ((1 << bits) - 1) * 0x10001
-    lines = [".reg .b32 a, b;", "prmt.b32 a, $2, 0, 0x4140;", "prmt.b32 b, $2, 0, 0x4342;"]
-    if offset is not None:
-        sub_bits = (magic + offset) if dtype == torch.bfloat16 else _fp16_bits(base + offset)
-        lines[0:1] = [".reg .b32 a, b, m;", f"mov.b32 m, {sub_bits * 0x10001:#x};"]
+    sub_bits = (magic + offset) if dtype == torch.bfloat16 else _fp16_bits(base + offset)
+    lines = [".reg .b32 a, b, m;", f"mov.b32 m, {sub_bits * 0x10001:#x};",
+             "prmt.b32 a, $2, 0, 0x4140;", "prmt.b32 b, $2, 0, 0x4342;"]
     for r, out in zip(("a", "b"), outs, strict=True):
         if part:
             lines.append(f"shr.b32 {r}, {r}, {part * bits};")
-        if offset is None:  # the 16-bit number M + code itself
-            lines.append(f"lop3.b32 {out}, {r}, {mask:#x}, {magic * 0x10001:#x}, 0xea;")
-        else:
-            lines.append(f"lop3.b32 {r}, {r}, {mask:#x}, {magic * 0x10001:#x}, 0xea;")
-            lines.append(f"sub.rn.{kind} {out}, {r}, m;")
+        lines.append(f"lop3.b32 {r}, {r}, {mask:#x}, {magic * 0x10001:#x}, 0xea;")
+        lines.append(f"sub.rn.{kind} {out}, {r}, m;")
     return lines
 
 
-def unpack_asm(bits: int, part: int, dtype: torch.dtype, offset: int | None) -> str:
+def unpack_asm(bits: int, part: int, dtype: torch.dtype, offset: int) -> str:
     """PTX turning four code bytes (one b32, ``$2``) into ``code_k − offset`` of each as four ``dtype``
     numbers (two b32, ``$0`` and ``$1``), where ``code_k`` is the ``bits``-bit code at position ``part``
-    of its byte; with ``offset=None``, into ``M + code_k`` (``M`` = 128 for bf16, 1024 for fp16: the
-    magic number, no subtraction; the int4 kernel takes ``M + 8`` off the dot's result instead).
+    of its byte.
 
     Per pair of codes: one byte permute that puts the two bytes in the low byte of each 16-bit half,
     one shift that brings code ``part`` down, one ``lop3`` (``(x & mask) | magic``: the 16-bit number
     ``M + code``), one packed subtraction of ``M + offset`` (exact: small integers). Example, 4 bits,
-    part 1, bf16, offset 8: byte ``0xA3`` → code 10 → ``0x4300 | 10`` = 138 → 138 − 136 = 2 (offset
-    ``None``: 138).
+    part 1, bf16, offset 8: byte ``0xA3`` → code 10 → ``0x4300 | 10`` = 138 → 138 − 136 = 2.
     """
     return "\n".join(["{"] + _unpack_lines(bits, part, dtype, offset, ("$0", "$1")) + ["}"])
 

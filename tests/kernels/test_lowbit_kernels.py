@@ -171,27 +171,6 @@ def test_packed_fma_decode(target, seed, scheme):
     assert relative_error(out, scalar) <= 2 * UNIT_ROUNDOFF[torch.float16] + UNIT_ROUNDOFF[q.dtype]
 
 
-@pytest.mark.parametrize("qdtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
-def test_int4_raw_codes(target, seed, qdtype):
-    """int4 dots on ``M + code`` (``M`` = 128 bf16, 1024 fp16; ``(M + 8) · Σ q`` and ``(M + 8) · Σ p``
-    taken off) against the float64 references and within rounding of the ``code − 8`` kernel, split
-    (3 segments) and unsplit."""
-    slens = [1000, 4097, 33] if target.large else [45, 70, 17]
-    ex = _example(target, seed, [1, 1, 1], slens, "int4_per_token_head", d=128 if target.large else 64,
-                  query_dtype=qdtype)
-    q = ex.query
-    k_tol, t_tol = _tolerances("int4_per_token_head", q.dtype)
-    for splits in (1, 3):
-        out = poisoned((q.shape[0], q.shape[1], ex.cache.head_size_v), q.dtype, target.device)
-        prepare_lowbit_attention(q, ex.cache, ex.batch, out=out, num_splits=splits, raw_int4_codes=True).run()
-        assert torch.isfinite(out).all(), "outputs left unwritten or poisoned"
-        assert relative_error(out, kvlab.attention(q, ex.cache, ex.batch)) <= k_tol
-        assert relative_error(out, reference_attention(q, ex.keys, ex.values, ex.batch)) <= t_tol
-        minus8 = prepare_lowbit_attention(q, ex.cache, ex.batch, num_splits=splits,
-                                          raw_int4_codes=False).run()
-        assert relative_error(out, minus8) <= 2 * UNIT_ROUNDOFF[q.dtype]
-
-
 def test_tiles_per_step_is_checked(target, seed):
     ex = _example(target, seed, [1], [30], "kivi2")
     with pytest.raises(ValueError, match="tiles_per_step must be 1, 2 or 4, got 3"):
