@@ -3,7 +3,7 @@
 # then `kvlab bench` (the tuning sweep and/or the full grid). Logs and CSVs go to the folder named by
 # the OUT environment variable (default ./gpu_out).
 #
-#   benchmarks/gpu_session.sh [tests] [seeds] [sweep] [quick] [prefill] [bench] [profile]  (default: tests bench)
+#   benchmarks/gpu_session.sh [tests] [seeds] [sweep] [quick] [prefill] [bench] [profile] [placement]  (default: tests bench)
 #
 # SWEEP_ARGS adds options to the sweep (e.g. "--parts decode"); SEEDS, SEED_TESTS and SEEDS_TIMEOUT
 # set the seeds step (KVLAB_TEST_SEEDS, test files, time limit).
@@ -62,13 +62,27 @@ for step in $steps; do
       timeout "${BENCH_TIMEOUT:-270}" python3 -m kvlab.bench --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v '%|' \
         | tee "$OUT/bench.log" | tail -90 ;;
     profile)
-      # what limits the int8 decode kernel at B=64, L=32768: one launch under Nsight Compute
-      timeout 150 ncu --clock-control none -k regex:_paged_attention_kernel -c 1 \
-        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-        --section MemoryWorkloadAnalysis python3 benchmarks/profile_decode.py int8_per_token_head 64 32768 \
-        > "$OUT/ncu_int8_decode.txt" 2>&1
-      grep -E "Duration|Throughput|Registers|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles Per Issued|Stall|Mem Busy|Max Bandwidth|L2 Hit|Issue Slots|Executed Ipc" \
-        "$OUT/ncu_int8_decode.txt" | head -60 ;;
+      # one launch of each PROFILE_CASES entry (scheme:batch:context:query_len) under Nsight Compute,
+      # clocks left alone: stall reasons, instruction mix, memory tables, source counters, shared-memory
+      # bank conflicts; text into $OUT/ncu_<scheme>_B<b>_L<l>_q<q>.txt (details, then raw metrics)
+      inst=""; ncu --help 2>&1 | grep -q -- --print-metric-instances && inst="--print-metric-instances values"
+      for c in ${PROFILE_CASES:-int8_per_token_head:64:32768:1 int8_per_token_head:1:32768:1 bfloat16:64:32768:1 int8_per_token_head:1:8192:2048}; do
+        IFS=: read -r sch b l q <<<"$c"; name="ncu_${sch}_B${b}_L${l}_q${q}"
+        timeout "${PROFILE_TIMEOUT:-60}" ncu --clock-control none -k regex:paged_attention_kernel -c 1 \
+          --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+          --section InstructionStats --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+          --section SourceCounters --section ComputeWorkloadAnalysis \
+          --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum \
+          -f -o "/tmp/$name" python3 benchmarks/profile_attention.py "$sch" "$b" "$l" "$q" > "/tmp/$name.log" 2>&1
+        { tail -5 "/tmp/$name.log"; ncu -i "/tmp/$name.ncu-rep" --page details --print-details all
+          ncu -i "/tmp/$name.ncu-rep" --page raw $inst; } > "$OUT/$name.txt" 2>&1
+        echo "== $name"; grep -E "Duration|DRAM Throughput|Achieved Occupancy|Warp Cycles Per Issued|Executed Ipc A|bank_conflicts" \
+          "$OUT/$name.txt" | head -12
+      done ;;
+    placement)
+      # the int8 B=64, L=32768 row: does the placement of the K and V codes change its time?
+      timeout "${PLACEMENT_TIMEOUT:-120}" python3 benchmarks/placement_check.py "$OUT" 2>&1 | tr '\r' '\n' \
+        | grep -v '%|' | tee "$OUT/placement.log" | tail -20 ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -30,26 +30,30 @@ compile_offline._TRITON_TYPES[torch.uint8] = "u8"
 CASES = (("decode", 1), ("prefill", 64))
 PTX_COUNTS = ("cvt.", "ld.shared", "st.shared", "ldmatrix", "cp.async", "ld.global", "mma.sync",
               "wgmma.mma_async",
-              "fma.rn.f16", "mul.f16", "prmt", "bar.sync")
+              "fma.rn.f16 ", "fma.rn.f16x2", "mul.f16", "prmt", "bar.sync")
 
 
 def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: int | None,
-           ptx_dir: str | None, maxnreg: int | None = None, step: int | None = None) -> str:
+           ptx_dir: str | None, maxnreg: int | None = None, step: int | None = None,
+           packed_fma: bool = False) -> str:
     ex = build_paged_example([new], [300], num_q_heads=32, num_kv_heads=8, head_size=128, scheme=scheme,
                              query_dtype=torch.bfloat16)
     call = call_mod.prepare_lowbit_attention(ex.query, ex.cache, ex.batch, tile_n=tile, num_warps=warps,
                                              num_stages=stages, max_registers=maxnreg,
-                                             tiles_per_step=step)
+                                             tiles_per_step=step, packed_fma=packed_fma)
     launch = call._launch
     kernel = compile_sm90(lowbit_attention_kernel, launch.args, launch.consts, call.num_warps,
                           call.options["num_stages"], maxnreg or call.options.get("maxnreg"))
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]
     if ptx_dir:
-        with open(os.path.join(ptx_dir, f"lowbit_{scheme}_{new}_{call.tile_n}x{call.tiles_per_step}.ptx"),
-                  "w") as f:
+        stem = os.path.join(ptx_dir, f"lowbit_{scheme}_{new}_{call.tile_n}x{call.tiles_per_step}"
+                                     f"{'_packed_fma' if packed_fma else ''}")
+        with open(stem + ".ptx", "w") as f:
             f.write(ptx)
-    counts = " ".join(f"{c.rstrip('.')}={ptx.count(c)}" for c in PTX_COUNTS)
+        with open(stem + ".cubin", "wb") as f:  # SASS: cuobjdump -sass (Triton's own copy) on this file
+            f.write(kernel.asm["cubin"])
+    counts = " ".join(f"{c.strip().rstrip('.')}={ptx.count(c)}" for c in PTX_COUNTS)
     return (f"{scheme:20s} new={new:<3} tile={call.tile_n:<4}x{call.tiles_per_step} rows={call.block_m:<3} "
             f"warps={call.num_warps} "
             f"stages={call.options['num_stages']} cap={call.options.get('maxnreg')} | "
@@ -64,10 +68,13 @@ if __name__ == "__main__":
     ap.add_argument("--stages", type=int)
     ap.add_argument("--maxnreg", type=int)
     ap.add_argument("--step", type=int, help="key tiles per loop step")
+    ap.add_argument("--packed-fma", action="store_true",
+                    help="KIVI's c*s + z as packed fma.rn.f16x2 (notes v7)")
     ap.add_argument("--new", type=int, action="append", help="new tokens per program's sequence (1 = decode)")
     ap.add_argument("schemes", nargs="*", default=["int4_per_token_head", "kivi4", "kivi2"])
     a = ap.parse_args()
     for scheme in a.schemes:
         for new in a.new or [c[1] for c in CASES]:
             for t in a.tile or [None]:
-                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step), flush=True)
+                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, a.packed_fma),
+                      flush=True)

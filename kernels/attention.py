@@ -78,6 +78,7 @@ from kvlab.kernels.launch_config import (
     choose_tiling,
     next_pow2,
     query_block_count,
+    unmasked_decode_tiles,
 )
 from kvlab.kernels.numerics import fp8_to_bf16_asm
 from kvlab.kernels.runtime import INTERPRET
@@ -155,6 +156,7 @@ def prepare_paged_attention(
     tiling: AttentionTiling | None = None,
     fp8_fast_decode: bool = True,
     fp8_half_dots: bool = False,
+    decode_full_tiles: bool | None = None,
 ) -> PagedAttentionCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
@@ -162,7 +164,9 @@ def prepare_paged_attention(
     ``num_splits``. ``fp8_fast_decode=False`` makes compiled fp8 → bf16 decoding use Triton's own
     conversion instead of :func:`kvlab.kernels.numerics.fp8_to_bf16` (for comparing the two).
     ``fp8_half_dots=True`` runs the dots of a per-tensor fp8 cache read by bf16 queries in fp16 (see
-    ``_dot_types``; measured slower, kept for comparing the two).
+    ``_dot_types``; measured slower, kept for comparing the two). ``decode_full_tiles`` (``None``: the
+    rule :func:`~kvlab.kernels.launch_config.unmasked_decode_tiles`) runs a decode's tiles that lie
+    wholly inside the sequence without masks (only its last tile masked).
     """
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -235,6 +239,9 @@ def prepare_paged_attention(
         # prefill loads each key's scales of all KV heads as one row (see attention_tile.tile_scales)
         SCALES_BY_TOKEN=not decode_only and nkv & (nkv - 1) == 0 and nkv <= 16,
         LONGEST_FIRST=tiling.longest_first and not decode_only,
+        DECODE_FULL_TILES=decode_only and (
+            unmasked_decode_tiles(sch.element_bytes, splits, batch.max_seq_len, tiling.tile_n)
+            if decode_full_tiles is None else decode_full_tiles),
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
     if tiling.max_registers is not None and not INTERPRET:

@@ -51,6 +51,7 @@ def paged_attention_kernel(
     DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr, OUT_DTYPE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr, LONGEST_FIRST: tl.constexpr,
+    DECODE_FULL_TILES: tl.constexpr,
 ):
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
@@ -113,8 +114,11 @@ def paged_attention_kernel(
     # mask at all: a prefill chunk over a long context spends most of its tiles there, and the
     # per-element causal test would cost as much integer work as the dots' bookkeeping. Only the
     # tiles on the diagonal (and decode, and windows) take the masked path.
-    if DECODE_ONLY or USE_WINDOW:
+    if USE_WINDOW or (DECODE_ONLY and not DECODE_FULL_TILES):
         full_hi = tile_lo
+    elif DECODE_ONLY:
+        # the one query sees every key before it: only the tile holding the sequence's end needs a mask
+        full_hi = tl.maximum(tl.minimum(kv_end // TILE_N, tile_hi), tile_lo)
     else:
         full_hi = tl.maximum(tl.minimum((first_q + 1) // TILE_N, tile_hi), tile_lo)
 

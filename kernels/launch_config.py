@@ -283,6 +283,21 @@ def write_rows_per_program(num_kv_heads: int, head_size: int) -> int:
     return max(rows, min(next_pow2(num_kv_heads), 64))
 
 
+#: Key tiles per split-K segment from which a 1-byte decode runs its whole tiles without masks.
+UNMASKED_DECODE_MIN_TILES: int = 16
+
+
+def unmasked_decode_tiles(kv_element_bytes: int, num_splits: int, max_seq_len: int, tile_n: int) -> bool:
+    """Whether a decode runs the tiles wholly inside its sequences without masks (only the last one
+    masked): for 1-byte caches in split grids whose segments hold at least
+    :data:`UNMASKED_DECODE_MIN_TILES` tiles. Measured on an H100 (B=16 at 8K and 32K tokens, 4
+    segments of 16–64 tiles): 6–13% faster; unsplit (B=64) 3–6% slower and with 4 tiles a segment
+    (B=1) within ±4%, so those keep every tile masked (``benchmarks/kernel_notes.md``, round 6).
+    """
+    segment_tiles = -(-max_seq_len // tile_n) // max(num_splits, 1)
+    return kv_element_bytes == 1 and num_splits > 1 and segment_tiles >= UNMASKED_DECODE_MIN_TILES
+
+
 def query_block_count(num_tokens: int, num_seqs: int, block_q: int, decode_only: bool) -> int:
     """Query blocks the grid launches.
 

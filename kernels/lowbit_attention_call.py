@@ -20,9 +20,10 @@ from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
 from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
-from kvlab.kernels.lowbit_launch import STAGES, choose_lowbit_launch
+from kvlab.kernels.lowbit_launch import choose_lowbit_launch
 from kvlab.kernels.lowbit_launch import prefill_rows as default_prefill_rows
 from kvlab.kernels.lowbit_prefill import DequantizedPrefillCall, prepare_dequantized_prefill
+from kvlab.kernels.lowbit_unpack_asm import MAGIC, unpack_asm, unpack_fma_asm
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.validation import require_positive_int
@@ -36,38 +37,6 @@ def _programs(batch: AttentionBatch, block_q: int) -> tuple[list[int], list[int]
             seqs.append(i)
             blocks.append(b)
     return seqs, blocks
-
-
-#: 16-bit patterns of the numbers 128 (bf16) and 1024 (fp16): OR-ing a code c < 128 into their low
-#: bits gives the number 128 + c (1024 + c) exactly, with no conversion instruction.
-_MAGIC = {torch.bfloat16: (0x4300, 128, "bf16x2"), torch.float16: (0x6400, 1024, "f16x2")}
-
-
-def unpack_asm(bits: int, part: int, dtype: torch.dtype, offset: int) -> str:
-    """PTX turning four code bytes (one b32) into ``code_k − offset`` of each as four ``dtype`` numbers
-    (two b32), where ``code_k`` is the ``bits``-bit code at position ``part`` of its byte.
-
-    Per pair of codes: one byte permute that puts the two bytes in the low byte of each 16-bit half,
-    one shift that brings code ``part`` down, one ``lop3`` (``(x & mask) | magic``: the 16-bit number
-    ``M + code``), one packed subtraction of ``M + offset`` (exact: small integers). Example, 4 bits,
-    part 1, bf16, offset 8: byte ``0xA3`` → code 10 → ``0x4300 | 10`` = 138 → 138 − 136 = 2.
-    """
-    magic, base, kind = _MAGIC[dtype]
-    mask = ((1 << bits) - 1) * 0x10001
-    sub_bits = (magic + offset) if dtype == torch.bfloat16 else _fp16_bits(base + offset)
-    lines = ["{", ".reg .b32 a, b, m;", f"mov.b32 m, {sub_bits * 0x10001:#x};",
-             "prmt.b32 a, $2, 0, 0x4140;", "prmt.b32 b, $2, 0, 0x4342;"]
-    for r, out in (("a", "$0"), ("b", "$1")):
-        if part:
-            lines.append(f"shr.b32 {r}, {r}, {part * bits};")
-        lines.append(f"lop3.b32 {r}, {r}, {mask:#x}, {magic * 0x10001:#x}, 0xea;")
-        lines.append(f"sub.rn.{kind} {out}, {r}, m;")
-    return "\n".join(lines + ["}"])
-
-
-def _fp16_bits(value: int) -> int:
-    """Bit pattern of an integer that fp16 holds exactly."""
-    return int(torch.tensor(float(value), dtype=torch.float16).view(torch.int16)) & 0xFFFF
 
 
 def _words(per_channel: torch.Tensor, scheme) -> torch.Tensor:
@@ -120,11 +89,14 @@ def prepare_lowbit_attention(
     num_stages: int | None = None,
     max_registers: int | None = None,
     fast_unpack: bool = True,
+    packed_fma: bool = False,
     tiles_per_step: int | None = None,
     prefill_rows: int | None = None,
 ) -> LowBitAttentionCall:
     """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`,
     plus launch overrides for sweeps (``num_warps``, ``num_stages``, ``max_registers``, ``fast_unpack``,
+    ``packed_fma``: KIVI's ``c · s + z`` as packed ``fma.rn.f16x2`` in the unpack's PTX, else as
+    Triton's scalar fp16 FMAs (the default: packed measured no faster, ``benchmarks/lowbit_notes.md`` v7),
     and ``prefill_rows``: query rows of one prefill program, 16 to 256, default the launch rule's)."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -171,9 +143,11 @@ def prepare_lowbit_attention(
     )
     half = kivi and query.dtype != torch.float32  # KIVI dots in fp16 (see the kernel's docstring)
     dot = torch.float16 if half else query.dtype
+    fma2 = half and packed_fma  # KIVI's c·s + z two codes per instruction (kernels.lowbit_dequant)
     asm = [""] * 4
-    if fast_unpack and not INTERPRET and dot in _MAGIC:
-        asm[:sch.codes_per_byte] = [unpack_asm(sch.bits, k, dot, 0 if kivi else 8)
+    if fast_unpack and not INTERPRET and dot in MAGIC:
+        asm[:sch.codes_per_byte] = [unpack_fma_asm(sch.bits, k) if fma2 else
+                                    unpack_asm(sch.bits, k, dot, 0 if kivi else 8)
                                     for k in range(sch.codes_per_byte)]
     consts = dict(
         NUM_KV_HEADS=nkv, GROUP=group, D=head_size,
@@ -183,12 +157,12 @@ def prepare_lowbit_attention(
         BLOCK_SIZE=bs, TILE_N=tile, BLOCK_M=block_m, BLOCK_Q=block_q,
         DOT_DTYPE=triton_dtype(dot), OUT_DTYPE=triton_dtype(query.dtype),
         DOT_PRECISION="ieee" if query.dtype == torch.float32 else "tf32",
-        HALF_DEQ=half, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
+        HALF_DEQ=(2 if fma2 else 1) if half else 0, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
         INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
     num_warps = shape.num_warps
-    num_stages = STAGES if num_stages is None else num_stages
+    num_stages = shape.num_stages if num_stages is None else num_stages
     options = dict(num_warps=num_warps, num_stages=require_positive_int(num_stages, "num_stages"))
     if shape.max_registers is not None and not INTERPRET:
         options["maxnreg"] = require_positive_int(shape.max_registers, "max_registers", 24)

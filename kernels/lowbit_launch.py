@@ -4,7 +4,9 @@ numbers in ``benchmarks/lowbit_notes.md``: 32 query / 8 KV heads, head 128, L = 
 
 * A full int4 decode grid (B=64: 512 programs) runs one 128-key tile a step on 4 warps under a
   128-register cap, so four programs share a multiprocessor and B=64 is one wave (1,386 µs; 2 warps
-  on 64-key tiles 1,424, 8 warps 2,275, cap 168 1,627).
+  on 64-key tiles 1,424, 8 warps 2,275, cap 168 1,627; after the value-tile fix of notes v7 1,118,
+  and 3 or 4 pipeline stages no faster: 2 stages 1,034 against 3 stages 1,143 and 4 stages 1,093 in
+  one run, 1,118 against 1,082 in the other, each first-timed row slower).
 * A full KIVI decode grid runs one 64-key tile a step on **2 warps**, uncapped: a program's score tile
   ``[16, 64]`` is then reduced across 2 warps instead of 4. B=64: kivi4 1,992 µs and kivi2 1,646,
   against 2,477 / 2,020 at 4 warps, two tiles a step, capped at 168 (the rule before).
@@ -56,7 +58,7 @@ class LowBitLaunch:
     Attributes:
         tile_n: keys per tile; ``tiles_per_step``: tiles whose loads one loop step issues together;
         num_splits: split-K segments; ``max_registers``: register cap per thread (``None``: none);
-        num_warps: warps per program.
+        num_warps: warps per program; ``num_stages``: software-pipeline stages of the key loop.
     """
 
     tile_n: int
@@ -64,6 +66,7 @@ class LowBitLaunch:
     num_splits: int
     max_registers: int | None
     num_warps: int
+    num_stages: int = STAGES
 
 
 def prefill_rows(bits: int) -> int:
@@ -139,4 +142,4 @@ def choose_lowbit_launch(*, kivi: bool, prefill: bool, num_programs: int, max_se
         if full_grid and kivi:
             num_splits = wave_balanced_splits(num_programs, num_sms, KIVI_RESIDENT_PROGRAMS,
                                               -(-tiles // tiles_per_step))
-    return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps)
+    return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps, STAGES)

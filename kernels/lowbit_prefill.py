@@ -58,6 +58,24 @@ def _dequantize_rows(codes, s, z, r, from_res, BITS: tl.constexpr, KIVI: tl.cons
 
 
 @triton.jit
+def _store_rows(b, s_ptr, z_ptr, r_ptr, at, res_at, m, from_res, token_row, kk, out_ptr, BITS: tl.constexpr,
+                KIVI: tl.constexpr, OFFSET: tl.constexpr, OUT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
+    """Dequantize the code bytes ``b`` ``[B, W/P, 1]`` of one block's K or V rows (part ``kk``:
+    ``[1, 1, P]``) and store them at ``out_ptr`` (masked by ``m``): KIVI scales and zero points at ``at``
+    and residual rows at ``res_at``, or the int4 per-token scale of ``token_row``."""
+    if KIVI:
+        s = tl.load(s_ptr + at, mask=m, other=0.0)
+        z = tl.load(z_ptr + at, mask=m, other=0.0)
+        r = tl.load(r_ptr + res_at, mask=m & from_res, other=0.0)
+    else:
+        s = tl.load(s_ptr + token_row)
+        z = s
+        r = s
+    x = _dequantize_rows(b >> (kk * BITS), s, z, r, from_res, BITS, KIVI, OFFSET, INTERPRET_)
+    tl.store(out_ptr, to_storage(x, OUT_DTYPE, INTERPRET_), mask=m)
+
+
+@triton.jit
 def _dequantize_blocks_kernel(
     blocks_ptr, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
     k_out_ptr, v_out_ptr,
@@ -81,39 +99,19 @@ def _dequantize_blocks_kernel(
     # keys, token-major codes [B, D/P]: channel j·P + k at bits k·BITS of byte j
     j = tl.arange(0, DP_PAD)[None, :, None]
     ch = j * P + kk  # [1, D/P, P]
-    cm = ch < D
     b = tl.load(kc_ptr + row * (D // P) + j, mask=j < D // P, other=0)
-    codes = b >> (kk * BITS)
-    if KIVI:
-        per_channel = (blk * NUM_KV_HEADS + head) * D + ch
-        s = tl.load(ks_ptr + per_channel, mask=cm, other=0.0)
-        z = tl.load(kz_ptr + per_channel, mask=cm, other=0.0)
-        r = tl.load(rk_ptr + res_row * D + ch, mask=cm & from_res, other=0.0)
-    else:
-        s = tl.load(ks_ptr + row)
-        z = s
-        r = s
-    x = _dequantize_rows(codes, s, z, r, from_res, BITS, KIVI, OFFSET, INTERPRET_)
-    tl.store(k_out_ptr + out_row * D + ch, to_storage(x, OUT_DTYPE, INTERPRET_), mask=cm)
+    per_channel = (blk * NUM_KV_HEADS + head) * D + ch
+    _store_rows(b, ks_ptr, kz_ptr, rk_ptr, per_channel, res_row * D + ch, ch < D, from_res, row, kk,
+                k_out_ptr + out_row * D + ch, BITS, KIVI, OFFSET, OUT_DTYPE, INTERPRET_)
 
     # values, token-minor codes [blocks, H, Dv/P, B]; KIVI scales [blocks, H, Dv/G, B]
     jv = tl.arange(0, DVP_PAD)[None, :, None]
     vch = jv * P + kk
-    vm = vch < DV
     head_base = (blk * NUM_KV_HEADS + head) * BLOCK_SIZE
     b = tl.load(vc_ptr + head_base * (DV // P) + jv * BLOCK_SIZE + t, mask=jv < DV // P, other=0)
-    codes = b >> (kk * BITS)
-    if KIVI:
-        grp = head_base * (DV // G) + (vch // G) * BLOCK_SIZE + t
-        s = tl.load(vs_ptr + grp, mask=vm, other=0.0)
-        z = tl.load(vz_ptr + grp, mask=vm, other=0.0)
-        r = tl.load(rv_ptr + res_row * DV + vch, mask=vm & from_res, other=0.0)
-    else:
-        s = tl.load(vs_ptr + row)
-        z = s
-        r = s
-    x = _dequantize_rows(codes, s, z, r, from_res, BITS, KIVI, OFFSET, INTERPRET_)
-    tl.store(v_out_ptr + out_row * DV + vch, to_storage(x, OUT_DTYPE, INTERPRET_), mask=vm)
+    grp = head_base * (DV // G) + (vch // G) * BLOCK_SIZE + t
+    _store_rows(b, vs_ptr, vz_ptr, rv_ptr, grp, res_row * DV + vch, vch < DV, from_res, row, kk,
+                v_out_ptr + out_row * DV + vch, BITS, KIVI, OFFSET, OUT_DTYPE, INTERPRET_)
 
 
 def _compact_blocks(batch: AttentionBatch, block_size: int) -> tuple[torch.Tensor, list[list[int]]]:

@@ -8,20 +8,15 @@ function of the loaded bytes. The query is loaded once as the matching ``P`` str
 ``q · kᵀ = Σ_k q_k · k_kᵀ`` (``P`` dots of depth ``D / P``), and the output is kept as ``P``
 accumulators ``p · v_k`` that are stored to channels ``j·P + k`` at the end. Nothing is interleaved.
 
-**Dequantization, cheap on the GPU.**
-
-* ``int4_per_token_head``: ``code − 8`` is an int8 in −7..7, converted to the dot dtype (Triton lowers
-  int8 → bf16/fp16 to byte permutes and one packed subtraction, no conversion instruction); the K
-  scale multiplies the score, the V scale folds into ``p``, as for int8 per-token-head.
-* KIVI with 16-bit queries: the dots run in **fp16**. KIVI's scales and zero points are fp16 and its
-  values lie within fp16's range, so ``code · s + z`` is computed in fp16 (packed half-precision
-  arithmetic, no fp32 round trip and no conversion instruction), one rounding to fp16 per element
-  (finer than bf16's). A bf16 query is scaled into fp16's range by a power of two (exact, see
-  :mod:`kvlab.kernels.lowbit_attention`). With fp32 queries everything is fp32.
-* KIVI key scales belong to (block, channel): a tile of ``BPT`` whole blocks loads them as
-  ``[BPT, D / P]`` and broadcasts each over its block's keys; value scales belong to (token, group of
-  ``G`` channels) and are broadcast over the ``G / P`` bytes of their group: the code tiles are
-  loaded in those 3-D shapes directly, and flattened only for the dot.
+**Dequantization, cheap on the GPU** (:mod:`kvlab.kernels.lowbit_dequant`): int4 codes become
+``code − 8`` in the dot dtype, its K scale multiplies the score and its V scale folds into ``p``, as
+for int8 per-token-head; KIVI tiles become ``code · s + z`` in **fp16** (with 16-bit queries the
+KIVI dots run in fp16; a bf16 query is scaled into fp16's range by a power of two, exact, see
+:mod:`kvlab.kernels.lowbit_attention`). With fp32 queries everything is fp32.
+KIVI key scales belong to (block, channel): a tile of ``BPT`` whole blocks loads them as
+``[BPT, D / P]`` and broadcasts each over its block's keys; value scales belong to (token, group of
+``G`` channels) and are broadcast over the ``G / P`` bytes of their group: the code tiles are
+loaded in those 3-D shapes directly, and flattened only for the dot.
 
 **Values token-minor.** ``P·V`` contracts over keys, so a tensor-core operand register of V holds
 consecutive keys of one channel. The cache stores values token-minor (a block's ``B`` bytes at one
@@ -40,67 +35,11 @@ from __future__ import annotations
 
 import math
 
-from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32
+from kvlab.kernels.lowbit_dequant import as_dot_operand, code_part, code_values, half_of_word, kivi_dequant
+from kvlab.kernels.numerics import round_to_dot_dtype
 from kvlab.kernels.runtime import tl, triton
 
 LOG2E: tl.constexpr = tl.constexpr(math.log2(math.e))
-
-
-@triton.jit
-def code_part(b, K: tl.constexpr, BITS: tl.constexpr):
-    """Codes at position ``K`` of every byte of ``b`` (uint8 in, uint8 out)."""
-    return (b >> (K * BITS)) & ((1 << BITS) - 1)
-
-
-@triton.jit
-def _run_unpack(b, ASM: tl.constexpr, FP16: tl.constexpr):
-    if FP16:
-        return tl.inline_asm_elementwise(ASM, "=r,=r,r", [b], dtype=tl.float16, is_pure=True, pack=4)
-    else:
-        return tl.inline_asm_elementwise(ASM, "=r,=r,r", [b], dtype=tl.bfloat16, is_pure=True, pack=4)
-
-
-@triton.jit
-def code_values(b, K: tl.constexpr, BITS: tl.constexpr, ASM: tl.constexpr, OFFSET: tl.constexpr,
-                DTYPE: tl.constexpr):
-    """``code − OFFSET`` of part ``K`` of bytes ``b`` as ``DTYPE`` (bf16/fp16), compiled mode only.
-
-    With the host's PTX for this part (``ASM``, :func:`kvlab.kernels.lowbit_attention_call.unpack_asm`)
-    four codes at a time become four 16-bit numbers by byte permutes, a shift, one logic op and a
-    packed subtraction (about two instructions per code); without it, by Triton's own casts.
-    """
-    if ASM != "":
-        x = _run_unpack(b, ASM, DTYPE.is_fp16())
-    else:
-        x = (code_part(b, K, BITS).to(tl.int8) - OFFSET).to(DTYPE)
-    return x
-
-
-@triton.jit
-def as_dot_operand(x, DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
-    """An exact int8/fp16/bf16 tensor → dot operand: the dot dtype compiled, fp32 in the interpreter
-    (whose bf16 dot multiplies bit patterns; see :mod:`kvlab.kernels.numerics`)."""
-    if INTERPRET_:
-        return round_to_dot_dtype(to_fp32(x, INTERPRET_), DOT_DTYPE, INTERPRET_)
-    else:
-        return x.to(DOT_DTYPE)
-
-
-@triton.jit
-def kivi_dequant(b, K: tl.constexpr, BITS: tl.constexpr, s, z, ASM: tl.constexpr, HALF_DEQ: tl.constexpr,
-                 DOT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
-    """``c · s + z`` for the codes of part ``K`` of bytes ``b`` (fp16 scale and zero point broadcastable
-    to ``b``) as dot operand."""
-    c = code_part(b, K, BITS)
-    if HALF_DEQ and ASM != "":
-        x = code_values(b, K, BITS, ASM, 0, tl.float16) * s + z
-    elif HALF_DEQ:
-        # code → fp16 without a conversion instruction: 0x6400 | c is the fp16 number 1024 + c
-        # (c < 1024), and subtracting 1024 is exact
-        x = ((c.to(tl.int16) | 0x6400).to(tl.float16, bitcast=True) - 1024.0) * s + z
-    else:
-        x = c.to(tl.float32) * s.to(tl.float32) + z.to(tl.float32)
-    return as_dot_operand(x, DOT_DTYPE, INTERPRET_)
 
 
 @triton.jit
@@ -130,12 +69,6 @@ def key_scale_words(ks_ptr, kz_ptr, blk_b, b_valid, kv_head, NUM_KV_HEADS: tl.co
     off = (blk_b * NUM_KV_HEADS + kv_head)[:, None] * DP + j[None, :]
     m = b_valid[:, None] & (j < DP)[None, :]
     return tl.load(ks_ptr + off, mask=m, other=0), tl.load(kz_ptr + off, mask=m, other=0)
-
-
-@triton.jit
-def half_of_word(w, K: tl.constexpr):
-    """fp16 number ``K`` (from the low end) of integer words ``w``."""
-    return ((w >> (16 * K)) & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True)
 
 
 @triton.jit
@@ -192,35 +125,37 @@ def key_part(b, ws, wz, rk_ptr, res_row, from_res, K: tl.constexpr, ASM: tl.cons
 
 
 @triton.jit
+def block_rows(ptr, row0, ROWS: tl.constexpr, ROWS_PAD: tl.constexpr, BPT: tl.constexpr,
+               BLOCK_SIZE: tl.constexpr):
+    """``[ROWS_PAD, BPT · B]``: rows ``0 .. ROWS − 1`` of ``B`` entries of each of the tile's ``BPT``
+    blocks, block ``i``'s rows one contiguous run of ``ROWS × B`` entries from ``ptr + row0[i] · B``
+    (the token-minor value layout). Loaded as those runs (so that a block's rows lie ``B`` entries
+    apart in shared memory too, not ``BPT · B``: whole 128-byte lines per warp, no bank conflicts),
+    then viewed row-major over the tile's keys (a register relabelling)."""
+    r = tl.arange(0, ROWS_PAD * BLOCK_SIZE)
+    x = tl.load(ptr + row0[:, None] * BLOCK_SIZE + r[None, :], mask=(r < ROWS * BLOCK_SIZE)[None, :], other=0)
+    return tl.reshape(tl.permute(tl.reshape(x, [BPT, ROWS_PAD, BLOCK_SIZE]), (1, 0, 2)),
+                      [ROWS_PAD, BPT * BLOCK_SIZE])
+
+
+@triton.jit
 def value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS: tl.constexpr, DV: tl.constexpr,
                 DVP: tl.constexpr, DVP_PAD: tl.constexpr, G: tl.constexpr, P: tl.constexpr,
                 KIVI: tl.constexpr,
                 BPT: tl.constexpr, BLOCK_SIZE: tl.constexpr, TILE_N: tl.constexpr):
-    """The tile's value code bytes, token-minor (module docstring), loaded once as whole rows of a
-    block's ``B`` bytes; for KIVI also the scales and zero points of their groups: ``[Dv/G, G/P, TILE_N]``
+    """The tile's value code bytes, token-minor (module docstring), loaded once per block as
+    :func:`block_rows`; for KIVI also the scales and zero points of their groups: ``[Dv/G, G/P, TILE_N]``
     bytes and ``[Dv/G, 1, TILE_N]`` fp16, zero for keys outside ``n_valid`` (one group's bytes hold the
     same channels' codes at every position ``K``, so all parts share them). int4: ``[Dv / P, TILE_N]``."""
-    o = tl.arange(0, BLOCK_SIZE)
-    head_base = (blk_b * NUM_KV_HEADS + kv_head) * BLOCK_SIZE  # [BPT]: the head's rows in each block
+    head = blk_b * NUM_KV_HEADS + kv_head  # [BPT]: the (block, head) of each block of the tile
+    b = block_rows(vc_ptr, head * DVP, DVP, DVP_PAD, BPT, BLOCK_SIZE)
     if KIVI:
         NG: tl.constexpr = DVP_PAD * P // G  # value groups (padded)
-        GB: tl.constexpr = G // P  # bytes of one group
-        g = tl.arange(0, NG)
-        byte = g[:, None] * GB + tl.arange(0, GB)[None, :]  # [NG, GB]
-        b = tl.load(vc_ptr + head_base[None, None, :, None] * DVP + byte[:, :, None, None] * BLOCK_SIZE
-                    + o[None, None, None, :], mask=(g < DV // G)[:, None, None, None], other=0)
-        grp = head_base[None, :, None] * (DV // G) + g[:, None, None] * BLOCK_SIZE + o[None, None, :]
-        gm = (g < DV // G)[:, None, None]
         keep = n_valid[None, :]
-        s = tl.where(keep, tl.reshape(tl.load(vs_ptr + grp, mask=gm, other=0.0), [NG, TILE_N]), 0.0)
-        z = tl.where(keep, tl.reshape(tl.load(vz_ptr + grp, mask=gm, other=0.0), [NG, TILE_N]), 0.0)
-        return tl.reshape(b, [NG, GB, TILE_N]), s[:, None, :], z[:, None, :]
+        s = tl.where(keep, block_rows(vs_ptr, head * (DV // G), DV // G, NG, BPT, BLOCK_SIZE), 0.0)
+        z = tl.where(keep, block_rows(vz_ptr, head * (DV // G), DV // G, NG, BPT, BLOCK_SIZE), 0.0)
+        return tl.reshape(b, [NG, G // P, TILE_N]), s[:, None, :], z[:, None, :]
     else:
-        jv = tl.arange(0, DVP_PAD)
-        b = tl.load(vc_ptr + head_base[None, :, None] * DVP + jv[:, None, None] * BLOCK_SIZE
-                    + o[None, None, :],
-                    mask=(jv < DVP)[:, None, None], other=0)
-        b = tl.reshape(b, [DVP_PAD, TILE_N])
         return b, b, b
 
 

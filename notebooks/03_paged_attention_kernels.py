@@ -139,11 +139,10 @@ if results:
 # * **One short sequence** (batch 1, 1,024 tokens): every format takes about 8 µs, the 1-byte caches
 #   included. There are too few bytes to save: the time is launch and memory latency, not bandwidth.
 # * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.1–1.2×) or batch 16 at 1,024
-#   tokens (1.2–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3–1.4×.
-# * **Large batches** (64): 1.56–1.76×. bfloat16 there already streams at the copy bandwidth (93–101 %),
-#   the 1-byte kernels at 73–90 %: half the bytes, but not quite half the time. (One row, INT8 at
-#   32,768 tokens, reads 1.43×: in this run of the whole benchmark it took 1,979 µs, timed alone
-#   1,670 µs; `benchmarks/README.md` has the details.)
+#   tokens (1.2–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3–1.4×; batch 16 at 8,192 and
+#   32,768 tokens 1.6–1.7×.
+# * **Large batches** (64): 1.56–1.75×. bfloat16 there already streams at the copy bandwidth (94–101 %),
+#   the 1-byte kernels at 73–90 %: half the bytes, but not quite half the time.
 # * On an H200, with 1.4× the H100's bandwidth and the same multiprocessors, bfloat16 at batch 64 gets
 #   1.4–1.5× faster and the 1-byte kernels barely move: they are limited by the work of converting
 #   codes, not by bytes (`benchmarks/results/decode_NVIDIA_H200.csv`).

@@ -117,7 +117,9 @@ def run_sweep(config: BenchConfig, sweep: Sweep, ctx: RunContext | None = None,
                     row = measure_kvlab_attention(
                         config, ctx, case, scheme, kind=kind, tiling=cand and cand.tiling,
                         fp8_fast_decode=cand is None or cand.fp8_fast_decode,
-                        fp8_half_dots=cand is not None and cand.fp8_half_dots, paged_sets=sets)
+                        fp8_half_dots=cand is not None and cand.fp8_half_dots,
+                        decode_full_tiles=cand.decode_full_tiles if cand is not None else None,
+                        paged_sets=sets)
                     if cand is not None:
                         row.backend = cand.backend(kind)
                     rows.append(row)

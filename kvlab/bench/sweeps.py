@@ -15,21 +15,27 @@ Case = tuple[str, int, int, int]
 class Candidate:
     """One launch variant of a sweep: a tiling (``None``: the rule's own) and the fp8 decoding path
     (``fp8_fast_decode=False``: Triton's own conversion instead of the bit moves;
-    ``fp8_half_dots=True``: per-tensor fp8 codes converted to fp16 and fp16 dots)."""
+    ``fp8_half_dots=True``: per-tensor fp8 codes converted to fp16 and fp16 dots);
+    ``decode_full_tiles``: a decode's tiles inside the sequence run without masks (``True``) or all
+    masked (``False``); ``None``: the rule's choice."""
 
     tiling: AttentionTiling | None
     fp8_fast_decode: bool = True
     fp8_half_dots: bool = False
+    decode_full_tiles: bool | None = None
 
     def backend(self, kind: str) -> str:
         """The CSV's ``backend`` label: ``kvlab-triton-sweep``, with ``-castdecode`` for Triton's own fp8
-        conversion, ``-f16dots`` for per-tensor fp8 read through fp16 dots and ``-shortfirst`` for a
-        prefill launched in query order (not longest first)."""
+        conversion, ``-f16dots`` for per-tensor fp8 read through fp16 dots, ``-fulltiles`` and
+        ``-maskedtiles`` for the decode option above and ``-shortfirst`` for a prefill launched in query
+        order (not longest first)."""
         name = "kvlab-triton-sweep"
         if not self.fp8_fast_decode:
             name += "-castdecode"
         if self.fp8_half_dots:
             name += "-f16dots"
+        if self.decode_full_tiles is not None:
+            name += "-fulltiles" if self.decode_full_tiles else "-maskedtiles"
         if kind == "prefill" and self.tiling is not None and not self.tiling.longest_first:
             name += "-shortfirst"
         return name
@@ -65,6 +71,10 @@ def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
     one uncapped 128-row program, 3 stages), paired programs with 3 stages (the 8-bit ones still fit
     twice), and four 64-row, 4-warp programs per multiprocessor (capped at 128, 2 stages).
 
+    Decode (B = 64, 16, 1 at 32K, and B=64 at 1K, B=16 and 1 at 8K): the rule's tiling with the tiles
+    wholly inside the sequence unmasked, and with every tile masked (the rule picks one of the two,
+    :func:`kvlab.kernels.launch_config.unmasked_decode_tiles`).
+
     Earlier sweeps (tile sizes and split counts, prefill rows, warps, stages and launch order, fp8
     decoding, narrow decode programs, fp16 dots over per-tensor fp8, cache-write rows per program)
     settled the rest of the rule; their outcomes are in ``benchmarks/kernel_notes.md``.
@@ -83,5 +93,8 @@ def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
         ("prefill", 1, 8192, 2048): candidates,
         ("prefill", 1, 8192, 8192): candidates,
     }
-    return Sweep(attention, {}, prefill_schemes=("bfloat16", "fp8_e4m3", "int8_per_token_head",
-                                                 "fp8_per_token_head"))
+    decode = [Candidate(None, decode_full_tiles=True), Candidate(None, decode_full_tiles=False)]
+    for batch, context in ((64, 32768), (64, 1024), (16, 32768), (16, 8192), (1, 32768), (1, 8192)):
+        attention[("decode", batch, context, 1)] = decode
+    schemes = ("bfloat16", "fp8_e4m3", "int8_per_token_head", "fp8_per_token_head")
+    return Sweep(attention, {}, decode_schemes=schemes, prefill_schemes=schemes)

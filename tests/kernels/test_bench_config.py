@@ -52,3 +52,16 @@ def test_sweep_times_paired_prefill_programs_beside_the_previous_rules():
                           (128, 32, 8, 3, 128, True), (64, 16, 4, 2, 128, True)]
     assert sweep.schemes_for("prefill", ()) == ("bfloat16", "fp8_e4m3", "int8_per_token_head",
                                                 "fp8_per_token_head")
+
+
+def test_sweep_times_decode_with_and_without_masks_on_whole_tiles():
+    from kvlab.bench.sweeps import default_sweep
+
+    sweep = default_sweep(BenchConfig(), num_sms=132)
+    decode = sorted(case for case in sweep.attention if case[0] == "decode")
+    assert decode == [("decode", b, L, 1) for b, L in ((1, 8192), (1, 32768), (16, 8192), (16, 32768),
+                                                        (64, 1024), (64, 32768))]
+    labels = [c.backend("decode") for c in sweep.attention[("decode", 64, 32768, 1)]]
+    assert labels == ["kvlab-triton-sweep-fulltiles", "kvlab-triton-sweep-maskedtiles"]
+    assert all(c.tiling is None for c in sweep.attention[("decode", 64, 32768, 1)])  # the rule's own tiling
+    assert "int8_per_token_head" in sweep.schemes_for("decode", ())

@@ -153,6 +153,24 @@ def test_several_tiles_per_loop_step(target, seed, scheme, step):
     _check(_example(target, seed, [1], [45], scheme), target, scheme, num_splits=1, tiles_per_step=step)
 
 
+@pytest.mark.parametrize("scheme", ["kivi4", "kivi2_g64_r2"])
+def test_packed_fma_decode(target, seed, scheme):
+    """KIVI's ``c · s + z`` as packed ``fma.rn.f16x2`` (``packed_fma=True``; the interpreter runs the
+    pure-Triton fallback) against the float64 references, and on the GPU within fp16 rounding of one
+    dequantized element of the default scalar-FMA kernel (both round ``c · s + z`` once)."""
+    slens = [1000, 4097, 33] if target.large else [45, 70, 17]
+    ex = _example(target, seed, [1, 1, 1], slens, scheme, d=128 if target.large else 64)
+    q = ex.query
+    out = poisoned((q.shape[0], q.shape[1], ex.cache.head_size_v), q.dtype, target.device)
+    prepare_lowbit_attention(q, ex.cache, ex.batch, out=out, packed_fma=True).run()
+    assert torch.isfinite(out).all(), "outputs left unwritten or poisoned"
+    k_tol, t_tol = _tolerances(scheme, q.dtype)
+    assert relative_error(out, kvlab.attention(q, ex.cache, ex.batch)) <= k_tol
+    assert relative_error(out, reference_attention(q, ex.keys, ex.values, ex.batch)) <= t_tol
+    scalar = prepare_lowbit_attention(q, ex.cache, ex.batch, packed_fma=False).run()
+    assert relative_error(out, scalar) <= 2 * UNIT_ROUNDOFF[torch.float16] + UNIT_ROUNDOFF[q.dtype]
+
+
 def test_tiles_per_step_is_checked(target, seed):
     ex = _example(target, seed, [1], [30], "kivi2")
     with pytest.raises(ValueError, match="tiles_per_step must be 1, 2 or 4, got 3"):
