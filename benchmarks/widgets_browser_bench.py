@@ -142,7 +142,7 @@ CHANGE_JS = """([label, option]) => {
 
 #: Page script run before JupyterLab starts: record every websocket frame from the server (page time,
 #: bytes, the message type of its header, a status message's execution state, the header's date: when
-#: the kernel sent it).
+#: the kernel sent it, and whether it carries a drawing command for a figure: a ``_py2js_*`` value).
 RECORD_FRAMES_JS = """(() => {
   const Native = window.WebSocket;
   window.__kvlabFrames = [];
@@ -161,7 +161,8 @@ RECORD_FRAMES_JS = """(() => {
         const type = (text.match(/"msg_type":\\s*"(\\w+)"/) || [])[1] || '';
         const state = (text.match(/"execution_state":\\s*"(\\w+)"/) || [])[1] || '';
         const date = (text.match(/"date":\\s*"([^"]+)"/) || [])[1] || '';
-        window.__kvlabFrames.push([t, size, type, state, date]);
+        const draws = /"_py2js_\\w+":\\s*\\{/.test(text);
+        window.__kvlabFrames.push([t, size, type, state, date, draws]);
       });
     }
   }
@@ -186,7 +187,10 @@ def breakdown(t0: float, origin: float, draws: list[float], frames: list[list],
     the message's trip); ``handler_ms``: the kernel's busy → idle, the Python update and the sending
     of its messages; ``comm_msgs`` / ``comm_kb``: the messages the kernel sent meanwhile;
     ``after_kernel_ms``: from the kernel's idle to the last redraw (the messages' trip, plotly.js
-    decoding and drawing them, beyond what overlapped the handler); ``draws``: redraws counted;
+    decoding and drawing them, beyond what overlapped the handler); ``kernel_done_ms``: from the
+    change to the kernel's last drawing command for a figure (its views drawn after idle,
+    :meth:`Explorer.later`, included): the Python side; ``page_after_ms``: from that message to the
+    last redraw, the page's side that did not overlap the kernel; ``draws``: redraws counted;
     ``figures``: how many figures were redrawn (so ``draws / figures`` is the redraws per figure);
     ``plot_ms``: the sum of plotly's redraw times (``plotly_beforeplot`` → ``plotly_afterplot`` of each
     redraw in ``plots``); ``busy_ms``: the sum of the page's long main-thread tasks (> 50 ms, from
@@ -201,6 +205,10 @@ def breakdown(t0: float, origin: float, draws: list[float], frames: list[list],
                  and f[3] == "idle"), None)
     comms = [f for f, d in stamped if f[2] == "comm_msg" and busy is not None and busy <= d
              and (idle is None or d <= idle)]
+    # the kernel's last drawing command for this change: the views it draws after its idle
+    # (Explorer.later) included
+    sent = [d for f, d in stamped if f[2] == "comm_msg" and len(f) > 5 and f[5] and busy is not None
+            and busy <= d]
     last = origin + max(draws) if draws else None
     plots = [p for p in plots or () if p[1] >= t0]
     end = max(draws) if draws else t0
@@ -209,6 +217,8 @@ def breakdown(t0: float, origin: float, draws: list[float], frames: list[list],
                 handler_ms=None if idle is None or busy is None else idle - busy,
                 comm_msgs=len(comms), comm_kb=sum(f[1] for f in comms) / 1e3,
                 after_kernel_ms=None if idle is None or last is None else last - idle, draws=len(draws),
+                kernel_done_ms=max(sent) - change if sent else None,
+                page_after_ms=None if not sent or last is None else last - max(sent),
                 figures=len({p[2] for p in plots}),
                 plot_ms=sum(p[1] - max(p[0], t0) for p in plots),
                 busy_ms=sum(min(t[0] + t[1], end) - max(t[0], t0) for t in tasks),
@@ -238,8 +248,8 @@ def measure_change(page, label: str, option: str, timeout_s: float = 60.0) -> tu
 
 
 #: The breakdown columns (medians over the changes), as :func:`breakdown` names them.
-BREAKDOWN = ("to_kernel_ms", "handler_ms", "comm_msgs", "comm_kb", "after_kernel_ms", "draws", "figures",
-             "plot_ms", "busy_ms")
+BREAKDOWN = ("to_kernel_ms", "handler_ms", "comm_msgs", "comm_kb", "after_kernel_ms", "kernel_done_ms",
+             "page_after_ms", "draws", "figures", "plot_ms", "busy_ms")
 
 
 def _median(values: list) -> float | None:
@@ -340,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     machine = dict(cpus=os.cpu_count(), load_1min=round(os.getloadavg()[0], 2), label=args.label)
     print(f"CPU cores {machine['cpus']}, load average at start {machine['load_1min']}")
     print(f"{'explorer':<20}{'control':<12}{'median':>9}{'p95':>9}{'max':>9}{'→kernel':>9}{'handler':>9}"
-          f"{'msgs':>9}{'kB':>9}{'→drawn':>9}{'draws':>9}{'figures':>9}{'plot ms':>9}{'busy ms':>9}"
+          f"{'msgs':>9}{'kB':>9}{'→drawn':>9}{'py done':>9}{'page':>9}{'draws':>9}{'figures':>9}"
+          f"{'plot ms':>9}{'busy ms':>9}"
           "  each change (ms); "
           f"target median ≤ {TARGET_MEDIAN_MS:.0f} ms")
     rows = bench(args.only or list(INTERACTIONS), args.repeats, args.verbose, args.windowing)
@@ -348,16 +359,27 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     fields = ["label", "kind", "name", "lesson", "control", "n", "median_ms", "p95_ms", "max_ms", *BREAKDOWN,
               "console_errors", "error", "target", "meets_target", "cpus", "load_1min"]
-    append = args.append and out.exists()
-    with out.open("a" if append else "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields)
-        if not append:
-            w.writeheader()
-        for r in rows:
-            w.writerow({**r, **machine, "target": f"median <= {TARGET_MEDIAN_MS:.0f} ms",
-                        "meets_target": not r["error"] and r["median_ms"] <= TARGET_MEDIAN_MS})
+    write_rows(out, fields, [{**r, **machine, "target": f"median <= {TARGET_MEDIAN_MS:.0f} ms",
+                              "meets_target": not r["error"] and r["median_ms"] <= TARGET_MEDIAN_MS}
+                             for r in rows], append=args.append)
     print(f"written {out}")
     return 0
+
+
+def write_rows(out: Path, fields: list[str], rows: list[dict], append: bool = False) -> None:
+    """Write ``rows`` to the CSV ``out`` (after its rows with ``append``). Rows written by an earlier
+    version of this script, with fewer columns, are kept: the file is rewritten with the new columns
+    (left empty for them)."""
+    kept: list[dict] = []
+    if append and out.exists():
+        with out.open(newline="") as fh:
+            reader = csv.DictReader(fh)
+            kept = list(reader)
+            fields = fields + [f for f in reader.fieldnames or () if f not in fields]
+    with out.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, restval="", extrasaction="ignore")
+        w.writeheader()
+        w.writerows(kept + rows)
 
 
 if __name__ == "__main__":
