@@ -1,19 +1,22 @@
 """Whole runs against values recorded from the simulator before its hot path was made cheaper.
 
-The allocator's per-step work was restructured for speed (fewer Python calls per block and per
-group); the block accounting must not change. Each case below serves a seeded, named workload and
-compares every output of the run with values recorded beforehand: the summary, the latency metrics,
-and a SHA-256 of the full record (every step's queues, scheduled tokens, admission attempts, blocks in
-use, free blocks and clock; the rejections; the finish order; with ``record_blocks`` every block's
-owner, ref count and hash state after the chosen steps).
+The allocator's hot path was made cheaper (a running request whose tables need no change skips the
+general path, with sliding-window groups too); the block accounting must not change. Each case below
+serves a seeded, named workload and compares every output of the run with values recorded
+beforehand: the summary, the latency metrics, and a SHA-256 of the full record (every step's queues,
+scheduled tokens, admission attempts, blocks in use, free blocks and clock; the rejections; the
+finish order; with ``record_blocks`` every block's owner, ref count and hash state after the chosen
+steps).
 
-Recorded with ``PYTHONPATH=. python -c` running every case of :data:`CASES` and printing its
-:func:`fingerprint`) on the code of commit bdfa8d4, before the change.
+Recorded by running every case of :data:`CASES` and printing its :func:`fingerprint`
+(``import test_recorded_runs as t; print(t.fingerprint(t.run_case(name)))`` with ``tests/simulator``
+on the path) on the code of commit bdfa8d4, before the change.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import pytest
 
@@ -25,99 +28,73 @@ from kvlab.simulator import steps_to_seconds, synthetic_workload
 
 GIB = 1024**3
 
-#: name → (model, window or None, KV memory GiB, policy, workload, timed, record_blocks, caching)
-CASES: dict[str, tuple] = {
-    "gemma3 long prompts, vllm gate, timed": (
-        "gemma-3-27b",
-        1024,
-        8.0,
-        "vllm",
-        "long prompts",
-        True,
-        False,
-        True,
+
+@dataclass(frozen=True)
+class Case:
+    """One recorded run: ``workload`` is a named workload or ``"seeded synthetic"``."""
+
+    model: str
+    window: int | None  # tokens (replaces the model's sliding window), None = the model's own
+    kv_memory_gib: float
+    policy: str
+    workload: str
+    timed: bool = False
+    record_blocks: bool | tuple[int, ...] = False
+    caching: bool = True
+    profile: str = "vllm-0.20"
+    async_scheduling: bool = False
+
+
+CASES: dict[str, Case] = {
+    "gemma3 long prompts, vllm gate, timed": Case(
+        "gemma-3-27b", 1024, 8.0, "vllm", "long prompts", timed=True
     ),
-    "gemma3 long prompts, uncapped, timed": (
-        "gemma-3-27b",
-        1024,
-        8.0,
-        "uncapped",
-        "long prompts",
-        True,
-        False,
-        True,
+    "gemma3 long prompts, uncapped, timed": Case(
+        "gemma-3-27b", 1024, 8.0, "uncapped", "long prompts", timed=True
     ),
-    "gemma3 chat burst, exact": ("gemma-3-27b", 512, 4.0, "exact", "chat burst", False, False, True),
-    "gemma3 shared prompt, blocks": (
-        "gemma-3-27b",
-        2048,
-        2.6,
-        "vllm",
-        "shared system prompt",
-        False,
-        (5, 40, 120, 200),
-        True,
+    "gemma3 chat burst, exact": Case("gemma-3-27b", 512, 4.0, "exact", "chat burst"),
+    "gemma3 shared prompt, blocks": Case(
+        "gemma-3-27b", 2048, 2.6, "vllm", "shared system prompt", record_blocks=(5, 40, 120, 200)
     ),
-    "gemma3 long prompts, stalled": (
-        "gemma-3-27b",
-        4096,
-        3.5,
-        "uncapped",
-        "long prompts",
-        False,
-        False,
-        True,
+    "gemma3 long prompts, stalled": Case("gemma-3-27b", 4096, 3.5, "uncapped", "long prompts"),
+    "llama seeded chat, timed": Case("llama-3.1-8b", None, 4.5, "vllm", "seeded synthetic", timed=True),
+    "llama seeded synthetic, preempting": Case("llama-3.1-8b", None, 1.05, "uncapped", "seeded synthetic"),
+    "gemma3 multi-turn, no caching": Case(
+        "gemma-3-27b", 1024, 3.0, "window_plus_chunk", "multi-turn", caching=False
     ),
-    "llama seeded chat, timed": ("llama-3.1-8b", None, 4.5, "vllm", "seeded synthetic", True, False, True),
-    "llama seeded synthetic, preempting": (
-        "llama-3.1-8b",
-        None,
-        1.05,
-        "uncapped",
-        "seeded synthetic",
-        False,
-        False,
-        True,
-    ),
-    "gemma3 multi-turn, no caching": (
-        "gemma-3-27b",
-        1024,
-        3.0,
-        "window_plus_chunk",
-        "multi-turn",
-        False,
-        False,
-        False,
+    "gemma3 chat burst, async, skip on processed": Case(
+        "gemma-3-27b", 512, 3.0, "vllm", "chat burst", profile="vllm-0.33", async_scheduling=True
     ),
 }
 
 
 def run_case(name: str):
     """Run one case of :data:`CASES`."""
-    model, window, gib, policy, load, timed, blocks, caching = CASES[name]
-    spec = get_model(model)
-    if window is not None:
-        spec = with_sliding_window(spec, window)
+    case = CASES[name]
+    spec = get_model(case.model)
+    if case.window is not None:
+        spec = with_sliding_window(spec, case.window)
     config = EngineConfig(
         spec,
-        kv_cache_memory=gib * GIB,
+        kv_cache_memory=case.kv_memory_gib * GIB,
         block_size=16,
         max_model_len=8192,
         max_num_batched_tokens=2048,
-        profile="vllm-0.20",
-        policy=policy,
-        enable_prefix_caching=caching,
+        profile=case.profile,
+        policy=case.policy,
+        enable_prefix_caching=case.caching,
+        async_scheduling=case.async_scheduling,
     )
-    if load == "seeded synthetic":
+    if case.workload == "seeded synthetic":
         requests = synthetic_workload(
             40, (256, 3000), (16, 200), arrival_rate=0.5, shared_prefix_tokens=200, seed=7
         )
     else:
-        requests = workload(load, 8192)
-    if timed:
+        requests = workload(case.workload, 8192)
+    if case.timed:
         requests = steps_to_seconds(requests, 0.05)
-        return simulate(config, requests, max_steps=3000, gpu="h100-sxm", record_blocks=blocks)
-    return simulate(config, requests, max_steps=3000, record_blocks=blocks)
+        return simulate(config, requests, max_steps=3000, gpu="h100-sxm", record_blocks=case.record_blocks)
+    return simulate(config, requests, max_steps=3000, record_blocks=case.record_blocks)
 
 
 def fingerprint(result) -> tuple:
@@ -203,6 +180,12 @@ RECORDED: dict[str, tuple] = {
         None,
         "dc937b59892604f5a86ac96936cd7ff09e25f18ae6b758e8014a24c7fa039e91",
         "1bd49c80a03e7255d08ed30518cc349928e1ce7705109a918a1df1231ed28d9b",
+    ),
+    "gemma3 chat burst, async, skip on processed": (
+        (313, 16, 0, 0, 0, 5, 2446, False, "None"),
+        None,
+        "dc937b59892604f5a86ac96936cd7ff09e25f18ae6b758e8014a24c7fa039e91",
+        "1efb19f7ab17830d8cbdc74b43de2270cd6af75340344288fc9959cd8220a9bd",
     ),
 }
 
