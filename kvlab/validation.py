@@ -34,6 +34,8 @@ def require_finite(x: torch.Tensor, name: str) -> None:
     Quantizing a NaN or Inf would poison a whole scale (per token-head) or the whole cache (per
     tensor), so these are refused rather than stored.
     """
+    if bool(torch.isfinite(x).all()):
+        return  # the usual case, in one pass and no count
     bad = ~torch.isfinite(x)
     count = int(bad.sum())
     if count:

@@ -14,8 +14,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import ipywidgets as widgets
+import torch
 
 from kvlab.analysis import (
+    RoundTrip,
     attention_error_vs_context,
     context_outputs,
     default_contexts,
@@ -52,11 +54,32 @@ def _sample(source: str, layer: int, num_tokens: int, head_size: int, outlier: f
                      num_q_heads=SYNTHETIC_Q_HEADS, outlier_strength=outlier, layer=layer, seed=seed)
 
 
+#: Round trips of V by (sample key without the outlier strength, scheme, rounding) → (values, trip).
+#: Synthetic values do not depend on the outlier strength (it only offsets keys and queries), so a
+#: new strength reuses them; the stored values are compared with the sample's before reuse.
+_value_trips: dict[tuple, tuple[torch.Tensor, RoundTrip]] = {}
+_MAX_VALUE_TRIPS = 64
+
+
+def _value_round_trip(sample_key: tuple, scheme: str, rounding: str) -> RoundTrip:
+    values = _sample(*sample_key).values
+    source, layer, num_tokens, head_size, _outlier, seed = sample_key
+    key = ((source, layer, num_tokens, head_size, seed), scheme, rounding)
+    hit = _value_trips.get(key)
+    if hit is not None and hit[0].shape == values.shape and torch.equal(hit[0], values):
+        return hit[1]
+    trip = round_trip(values, scheme, rounding=rounding, role="v")
+    if len(_value_trips) >= _MAX_VALUE_TRIPS:
+        _value_trips.pop(next(iter(_value_trips)))  # the oldest
+    _value_trips[key] = (values, trip)
+    return trip
+
+
 @lru_cache(maxsize=64)
 def _round_trips(sample_key: tuple, scheme: str, rounding: str):
     s = _sample(*sample_key)
-    return round_trip(s.keys, scheme, rounding=rounding, role="k"), round_trip(s.values, scheme,
-                                                                                rounding=rounding, role="v")
+    keys = round_trip(s.keys, scheme, rounding=rounding, role="k")
+    return keys, _value_round_trip(sample_key, scheme, rounding)
 
 
 @lru_cache(maxsize=8)
