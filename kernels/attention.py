@@ -85,13 +85,7 @@ from kvlab.kernels.launch_config import (
 )
 from kvlab.kernels.numerics import fp8_to_bf16_asm
 from kvlab.kernels.runtime import INTERPRET
-from kvlab.kernels.split_reduce import (
-    REDUCE_BLOCK_D,
-    SplitKLaunch,
-    split_tickets,
-    split_workspace,
-    splits_pad,
-)
+from kvlab.kernels.split_reduce import SplitKLaunch, fused_merge_consts, split_tickets, split_workspace
 from kvlab.quantization.schemes import QuantMode
 
 # -- host side --------------------------------------------------------------------------------------
@@ -268,8 +262,7 @@ def prepare_paged_attention(
             unmasked_decode_tiles(sch.element_bytes, splits, batch.max_seq_len, tiling.tile_n)
             if decode_full_tiles is None else decode_full_tiles),
         INT8_K_OVER_64=int8_k, INT8_V_OVER_64=int8_v,
-        FUSED_MERGE=fused, SPLITS_PAD=splits_pad(splits) if fused else 2,
-        MERGE_BLOCK_D=min(REDUCE_BLOCK_D, max(16, next_pow2(hv))),
+        **fused_merge_consts(fused, splits, hv),
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
     if tiling.max_registers is not None and not INTERPRET:

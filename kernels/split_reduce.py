@@ -88,6 +88,13 @@ def splits_pad(num_splits: int) -> int:
     return max(2, next_pow2(num_splits))
 
 
+def fused_merge_consts(fused: bool, num_splits: int, head_size_v: int) -> dict:
+    """The attention kernel's constexprs for a merge in place (``FUSED_MERGE``): segments per merge
+    tile and output channels per slice, as the merge kernel would use them."""
+    return dict(FUSED_MERGE=fused, SPLITS_PAD=splits_pad(num_splits) if fused else 2,
+                MERGE_BLOCK_D=min(REDUCE_BLOCK_D, max(16, next_pow2(head_size_v))))
+
+
 def launch_split_reduce(
     out: torch.Tensor,
     part_acc: torch.Tensor,
