@@ -52,7 +52,9 @@ class KVCacheCoordinator:
         self.attention_types = sorted(
             types.items(), key=lambda item: config.groups[item[1][0]].kind != "full"
         )
-        # full attention only: a running request's tables never shed blocks (see ``holds_room_for``)
+        # attention groups only (no state group): ``holds_room_for`` can answer from the tables
+        self.attention_only = all(g.kind in MANAGER_BY_KIND for g in config.groups)
+        # full attention only: a running request's tables never shed blocks
         self.all_full_attention = all(g.kind == "full" for g in config.groups)
 
     # -- prefix hits --------------------------------------------------------------------------------
@@ -94,15 +96,24 @@ class KVCacheCoordinator:
             for m, hits, req in zip(self.managers, new_computed_blocks, required, strict=True)
         ]
 
-    def holds_room_for(self, request_id: str, num_tokens: int, num_cacheable_tokens: int) -> bool:
+    def holds_room_for(
+        self,
+        request_id: str,
+        num_tokens: int,
+        num_cacheable_tokens: int,
+        num_processed_tokens: int | None = None,
+    ) -> bool:
         """True if ``allocate_slots`` for this running request would change nothing.
 
-        That is the case for full-attention groups (which never free skipped blocks) when every
-        table already covers ``num_tokens`` tokens and, with caching, no block becomes full among the
-        first ``num_cacheable_tokens`` tokens. Most decode steps are like this (15 of 16 at block
-        size 16), so the simulator skips the general path for them.
+        That is the case when every table already covers ``num_tokens`` tokens, no group sheds a
+        block at ``num_processed_tokens`` (see :meth:`SingleTypeManager.sheds_blocks`), and, with
+        caching, no block becomes full among the first ``num_cacheable_tokens`` tokens. Most decode
+        steps are like this (15 of 16 at block size 16: a sliding-window table sheds a block, and
+        needs one, once every 16 tokens), so the simulator skips the general path for them.
+        With ``num_processed_tokens=None`` (not known) only full-attention groups, which never shed,
+        can answer True.
         """
-        if not self.all_full_attention:
+        if not (self.all_full_attention if num_processed_tokens is None else self.attention_only):
             return False
         for m in self.managers:
             table = m.req_to_blocks.get(request_id)
@@ -112,6 +123,8 @@ class KVCacheCoordinator:
             if -(-num_tokens // m.block_size) > len(table):
                 return False
             if self.enable_caching and num_cacheable_tokens // m.block_size > num_cached:
+                return False
+            if num_processed_tokens is not None and m.sheds_blocks(table, num_processed_tokens):
                 return False
         return True
 

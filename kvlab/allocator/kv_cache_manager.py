@@ -186,11 +186,17 @@ class KVCacheManager:
         required = [self.policy.required_blocks(b, full) for b in self.budgets]
         return self.coordinator.get_num_blocks_to_allocate(request.request_id, full, hits, total, required)
 
-    def has_room(self, request: KVRequest, num_new_tokens: int, num_lookahead_tokens: int = 0) -> bool:
-        """True if ``allocate_slots(request, num_new_tokens, num_lookahead_tokens=…)`` for this running
-        request would change nothing and return no block (see
-        :meth:`~kvlab.allocator.coordinator.KVCacheCoordinator.holds_room_for`)."""
-        if not self.coordinator.all_full_attention:
+    def has_room(
+        self,
+        request: KVRequest,
+        num_new_tokens: int,
+        num_lookahead_tokens: int = 0,
+        num_in_flight_tokens: int = 0,
+    ) -> bool:
+        """True if ``allocate_slots(request, num_new_tokens, num_lookahead_tokens=…,
+        num_in_flight_tokens=…)`` for this running request would change nothing and return no block
+        (see :meth:`~kvlab.allocator.coordinator.KVCacheCoordinator.holds_room_for`)."""
+        if not self.coordinator.attention_only:
             return False
         limit = self.max_model_len
         total = request.num_computed_tokens
@@ -198,8 +204,9 @@ class KVCacheManager:
         end = total + num_new_tokens
         need = end + num_lookahead_tokens
         tokens = request.num_tokens
+        processed = total - (num_in_flight_tokens if self.skip_on == "processed" else 0)
         return self.coordinator.holds_room_for(
-            request.request_id, need if need < limit else limit, end if end < tokens else tokens
+            request.request_id, need if need < limit else limit, end if end < tokens else tokens, processed
         )
 
     def allocate_slots(
@@ -237,7 +244,7 @@ class KVCacheManager:
             not full_sequence_must_fit
             and not num_new_computed_tokens
             and not (new_computed_blocks and any(new_computed_blocks))
-            and self.has_room(request, num_new_tokens, num_lookahead_tokens)
+            and self.has_room(request, num_new_tokens, num_lookahead_tokens, num_in_flight_tokens)
         ):
             return [[] for _ in managers]  # the same result as the general path below, much faster
         hits = new_computed_blocks or [[] for _ in managers]

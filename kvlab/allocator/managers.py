@@ -116,17 +116,24 @@ class SingleTypeManager:
         )
         self.num_cached_block[request_id] = num_full
 
+    def num_blocks_to_skip(self, table: Sequence[KVCacheBlock], num_computed_tokens: int) -> int:
+        """Leading entries of ``table`` no future query needs, nulls included:
+        ``min(skipped tokens // B, len(table))`` (0 for full attention)."""
+        skipped_tokens = self.num_skipped_tokens(num_computed_tokens)
+        return min(skipped_tokens // self.block_size, len(table)) if skipped_tokens > 0 else 0
+
+    def sheds_blocks(self, table: Sequence[KVCacheBlock], num_computed_tokens: int) -> bool:
+        """True if :meth:`remove_skipped_blocks` would free a block of ``table``: its last skipped
+        entry is not the null block yet (a table holds nulls only as a prefix)."""
+        k = self.num_blocks_to_skip(table, num_computed_tokens)
+        return k > 0 and not table[k - 1].is_null
+
     def remove_skipped_blocks(self, request_id: str, num_computed_tokens: int) -> None:
         """Replace blocks no future query needs by the null block and free them (tail-first, §3.4)."""
-        skipped_tokens = self.num_skipped_tokens(num_computed_tokens)
-        if skipped_tokens <= 0:
-            return
         table = self.req_to_blocks.get(request_id)
-        if not table:
+        if not table or not self.sheds_blocks(table, num_computed_tokens):
             return
-        k = min(skipped_tokens // self.block_size, len(table))
-        if k == 0 or table[k - 1].is_null:
-            return
+        k = self.num_blocks_to_skip(table, num_computed_tokens)
         removed = []
         for i in range(k - 1, -1, -1):
             if table[i].is_null:

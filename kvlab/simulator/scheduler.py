@@ -136,7 +136,7 @@ class Scheduler:
             in_flight = req.last_scheduled_tokens if cfg.async_scheduling else 0
             # most decode steps need nothing from the allocator: has_room answers without a call
             while (
-                not manager.has_room(req, n, cfg.num_lookahead_tokens)
+                not manager.has_room(req, n, cfg.num_lookahead_tokens, in_flight)
                 and manager.allocate_slots(
                     req, n, num_lookahead_tokens=cfg.num_lookahead_tokens, num_in_flight_tokens=in_flight
                 )
