@@ -44,7 +44,8 @@ usual guard for rows that have seen no key yet (their max is −inf; subtracting
 
 **Split-K** (:mod:`kvlab.kernels.launch_config` decides): the tile range of a program is cut into
 ``num_splits`` segments on the grid's second axis; each writes fp32 partials and
-:mod:`kvlab.kernels.split_reduce` merges them.
+:mod:`kvlab.kernels.split_reduce` merges them (``fused_merge=True``: the last segment to finish
+merges inside this kernel instead; measured slower, off by default).
 
 **fp8 on the GPU** is decoded by bit moves (:func:`kvlab.kernels.numerics.fp8_to_bf16`), which read
 the NaN/Inf codes as large finite numbers. The writer never stores those codes for finite input
@@ -77,13 +78,14 @@ from kvlab.kernels.int8_decode import CODE_DIVISOR, int8_parts_by_trick
 from kvlab.kernels.launch_config import (
     AttentionTiling,
     choose_tiling,
+    fused_split_merge,
     next_pow2,
     query_block_count,
     unmasked_decode_tiles,
 )
 from kvlab.kernels.numerics import fp8_to_bf16_asm
 from kvlab.kernels.runtime import INTERPRET
-from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
+from kvlab.kernels.split_reduce import SplitKLaunch, fused_merge_consts, split_tickets, split_workspace
 from kvlab.quantization.schemes import QuantMode
 
 # -- host side --------------------------------------------------------------------------------------
@@ -160,6 +162,7 @@ def prepare_paged_attention(
     decode_full_tiles: bool | None = None,
     int8_fast_decode: bool = True,
     int8_fast_values: bool | None = None,
+    fused_merge: bool | None = None,
 ) -> PagedAttentionCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
@@ -172,7 +175,9 @@ def prepare_paged_attention(
     wholly inside the sequence without masks (only its last tile masked). ``int8_fast_decode=False``
     makes int8 → bf16 use Triton's own cast instead of :mod:`kvlab.kernels.int8_decode` (same
     values; for comparing the two); ``int8_fast_values`` overrides the rule for the values (``None``:
-    :func:`~kvlab.kernels.int8_decode.int8_parts_by_trick`).
+    :func:`~kvlab.kernels.int8_decode.int8_parts_by_trick`). ``fused_merge`` merges a split decode's
+    segments in the attention kernel instead of a second kernel (``None``: the rule
+    :func:`~kvlab.kernels.launch_config.fused_split_merge`; no effect on unsplit or prefill launches).
     """
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -216,6 +221,8 @@ def prepare_paged_attention(
     splits = tiling.num_splits
 
     part_acc, part_stat = split_workspace(out, splits)
+    fused = fused_split_merge(decode_only, splits, fused_merge)
+    tickets = split_tickets(q_blocks * nkv, out.device) if fused else out
 
     k_scale_t = cache.key_scale if cache.key_scale is not None else cache.key
     v_scale_t = cache.value_scale if cache.value_scale is not None else cache.value
@@ -224,7 +231,7 @@ def prepare_paged_attention(
     bit_moves = is_fp8 and fp8_fast_decode and dot_dtype == torch.bfloat16 and not INTERPRET
     fp8_asm = fp8_to_bf16_asm(fp8["MANT_BITS"], fp8["EXP_BIAS"]) if bit_moves else ""
     args = (
-        out, part_acc, part_stat,
+        out, part_acc, part_stat, tickets,
         query, cache.key, cache.value, k_scale_t, v_scale_t,
         batch.block_table, batch.query_start_loc, batch.seq_lens,
         batch.num_seqs, splits,
@@ -255,12 +262,13 @@ def prepare_paged_attention(
             unmasked_decode_tiles(sch.element_bytes, splits, batch.max_seq_len, tiling.tile_n)
             if decode_full_tiles is None else decode_full_tiles),
         INT8_K_OVER_64=int8_k, INT8_V_OVER_64=int8_v,
+        **fused_merge_consts(fused, splits, hv),
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
     if tiling.max_registers is not None and not INTERPRET:
         options["maxnreg"] = tiling.max_registers
     launch = SplitKLaunch(paged_attention_kernel, (q_blocks * nkv, splits), args, consts, options,
-                          out, part_acc, part_stat, out_scale)
+                          out, part_acc, part_stat, out_scale, fused_merge=fused)
     return PagedAttentionCall(out=out, tiling=tiling, _launch=launch)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from kvlab.kernels.attention_tile import attend_tile, dot_operand, key_tile_range, tile_block_ids, tile_scales
 from kvlab.kernels.numerics import to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
+from kvlab.kernels.split_reduce import merge_segments
 
 
 @triton.jit
@@ -32,8 +33,45 @@ def _find_sequence(query_start_ptr, q_block, num_seqs, BLOCK_Q: tl.constexpr):
 
 
 @triton.jit
+def _merge_if_last(pid, ticket_ptr, out_ptr, part_acc_ptr, part_stat_ptr, token, kv_head,
+                   num_splits, out_scale, stride_ot, stride_oh,
+                   NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr, HEAD_SIZE_V: tl.constexpr,
+                   HEAD_SIZE_V_PAD: tl.constexpr, SPLITS_PAD: tl.constexpr, MERGE_BLOCK_D: tl.constexpr,
+                   OUT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr):
+    """Fused split-K merge (decode only: one query token ``token``, ``GROUP`` query heads per program).
+
+    Every segment of a (sequence, KV head) has just stored its partials; each then draws a ticket
+    from the pair's counter. The program that draws ``num_splits − 1`` is the last one: every other
+    segment's partials are written, so it merges them (:func:`kvlab.kernels.split_reduce.merge_segments`,
+    the same code as the merge kernel) and stores the output. No program waits on another, so the
+    order in which the GPU schedules segments does not matter and nothing can deadlock.
+
+    Memory ordering: the barrier makes every thread's partial stores happen before the one thread
+    that takes the ticket; its atomic add is *release* (those stores become visible at GPU scope
+    before the new count does) and *acquire* (the last program, seeing the count of all others,
+    also sees their partials). The ticket's value reaches the other threads through shared memory
+    behind a barrier, and the partials are read from L2 (``.cg``), never a stale L1 line.
+
+    Reset: the last program writes the counter back to 0. No other program of this launch touches
+    it again (all have drawn), and the next launch, or a CUDA-graph replay of this one, is ordered
+    after this kernel on its stream, so it starts from 0 without a host-side memset.
+    """
+    tl.debug_barrier()
+    ticket = tl.atomic_add(ticket_ptr + pid, 1, sem="acq_rel", scope="gpu")
+    if ticket == num_splits - 1:
+        tl.store(ticket_ptr + pid, 0)
+        for g in tl.static_range(GROUP):
+            q_head = kv_head * GROUP + g
+            row = token * (NUM_KV_HEADS * GROUP) + q_head
+            for d_block in tl.static_range(HEAD_SIZE_V_PAD // MERGE_BLOCK_D):
+                merge_segments(out_ptr + token * stride_ot + q_head * stride_oh,
+                               part_acc_ptr, part_stat_ptr, row, num_splits, out_scale, d_block,
+                               SPLITS_PAD, HEAD_SIZE_V, MERGE_BLOCK_D, OUT_DTYPE, INTERPRET_)
+
+
+@triton.jit
 def paged_attention_kernel(
-    out_ptr, part_acc_ptr, part_stat_ptr,
+    out_ptr, part_acc_ptr, part_stat_ptr, ticket_ptr,
     q_ptr, k_ptr, v_ptr, k_scale_ptr, v_scale_ptr,
     block_table_ptr, query_start_ptr, seq_lens_ptr,
     num_seqs, num_splits,
@@ -52,6 +90,7 @@ def paged_attention_kernel(
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr, LONGEST_FIRST: tl.constexpr,
     DECODE_FULL_TILES: tl.constexpr, INT8_K_OVER_64: tl.constexpr, INT8_V_OVER_64: tl.constexpr,
+    FUSED_MERGE: tl.constexpr, SPLITS_PAD: tl.constexpr, MERGE_BLOCK_D: tl.constexpr,
 ):
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
@@ -160,3 +199,7 @@ def paged_attention_kernel(
                  mask=row_valid[:, None] & dv_mask[None, :])
         tl.store(part_stat_ptr + row * 2, m_i, mask=row_valid)
         tl.store(part_stat_ptr + row * 2 + 1, l_i, mask=row_valid)
+        if FUSED_MERGE:
+            _merge_if_last(pid, ticket_ptr, out_ptr, part_acc_ptr, part_stat_ptr, q_start.to(tl.int64),
+                           kv_head, num_splits, out_scale, stride_ot, stride_oh, NUM_KV_HEADS, GROUP,
+                           HEAD_SIZE_V, HEAD_SIZE_V_PAD, SPLITS_PAD, MERGE_BLOCK_D, OUT_DTYPE, INTERPRET_)

@@ -298,6 +298,22 @@ def unmasked_decode_tiles(kv_element_bytes: int, num_splits: int, max_seq_len: i
     return kv_element_bytes == 1 and num_splits > 1 and segment_tiles >= UNMASKED_DECODE_MIN_TILES
 
 
+#: Whether split decode grids merge their segments inside the attention kernel (the last segment of
+#: each (sequence, KV head) to finish, see ``kernels/attention_kernel.py``) instead of in a second
+#: kernel. Off: measured slower on an H100 everywhere it was timed (benchmarks/kernel_notes.md,
+#: round 8): bf16 B=1, L=32768 73.1 µs against 55.7 µs, int8 B=16, L=32768 500 against 440 µs;
+#: the last program merges its 4 query heads alone, while the merge kernel spreads them over 128.
+FUSE_SPLIT_MERGE: bool = False
+
+
+def fused_split_merge(decode_only: bool, num_splits: int, requested: bool | None = None) -> bool:
+    """Whether a launch merges its split-K segments in the attention kernel: only split decode grids
+    can (one query token per program); ``requested`` (``None``: :data:`FUSE_SPLIT_MERGE`) says
+    whether they do."""
+    wanted = FUSE_SPLIT_MERGE if requested is None else requested
+    return decode_only and num_splits > 1 and wanted
+
+
 def query_block_count(num_tokens: int, num_seqs: int, block_q: int, decode_only: bool) -> int:
     """Query blocks the grid launches.
 

@@ -36,6 +36,37 @@ REDUCE_BLOCK_D: int = 32
 
 
 @triton.jit
+def merge_segments(
+    out_row_ptr, part_acc_ptr, part_stat_ptr, row, num_splits, out_scale, d_block,
+    SPLITS_PAD: tl.constexpr, HEAD_SIZE_V: tl.constexpr, BLOCK_D: tl.constexpr,
+    OUT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr,
+):
+    """Merge the ``num_splits`` segments of partial row ``row`` (``token × num_q_heads + head``) over
+    output channels ``d_block × BLOCK_D …`` and store them at ``out_row_ptr`` (the math above).
+
+    The one copy of the merge: the merge kernel below runs it, and so does the attention kernel's
+    last program of a split when it merges in place (``FUSED_MERGE``). The partials are loaded
+    with ``.cg`` (from L2, not the multiprocessor's L1): the fused merge reads what other
+    multiprocessors have just written, and L1 is not coherent between them.
+    """
+    sp = tl.arange(0, SPLITS_PAD)
+    sp_mask = sp < num_splits
+    stat = part_stat_ptr + (row * num_splits + sp) * 2
+    m = tl.load(stat, mask=sp_mask, other=float("-inf"), cache_modifier=".cg")
+    l = tl.load(stat + 1, mask=sp_mask, other=0.0, cache_modifier=".cg")
+    m_max = tl.max(m, axis=0)
+    w = tl.exp2(m - m_max)
+    total = tl.sum(w * l, axis=0)
+
+    dv = d_block * BLOCK_D + tl.arange(0, BLOCK_D)
+    dv_mask = dv < HEAD_SIZE_V
+    acc = tl.load(part_acc_ptr + (row * num_splits + sp[:, None]) * HEAD_SIZE_V + dv[None, :],
+                  mask=sp_mask[:, None] & dv_mask[None, :], other=0.0, cache_modifier=".cg")
+    o = tl.sum(acc * w[:, None], axis=0) / total * out_scale
+    tl.store(out_row_ptr + dv, to_storage(o, OUT_DTYPE, INTERPRET_), mask=dv_mask)
+
+
+@triton.jit
 def _split_reduce_kernel(
     out_ptr, part_acc_ptr, part_stat_ptr,
     out_scale, num_splits,
@@ -46,23 +77,22 @@ def _split_reduce_kernel(
 ):
     token = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
-    d_block = tl.program_id(2)
     row = token * NUM_Q_HEADS + head  # partials are [num_tokens, num_q_heads, num_splits, ...]
-    sp = tl.arange(0, SPLITS_PAD)
-    sp_mask = sp < num_splits
-    m = tl.load(part_stat_ptr + (row * num_splits + sp) * 2, mask=sp_mask, other=float("-inf"))
-    l = tl.load(part_stat_ptr + (row * num_splits + sp) * 2 + 1, mask=sp_mask, other=0.0)
-    m_max = tl.max(m, axis=0)
-    w = tl.exp2(m - m_max)
-    total = tl.sum(w * l, axis=0)
+    merge_segments(out_ptr + token * stride_ot + head * stride_oh, part_acc_ptr, part_stat_ptr, row,
+                   num_splits, out_scale, tl.program_id(2), SPLITS_PAD, HEAD_SIZE_V, BLOCK_D, OUT_DTYPE,
+                   INTERPRET_)
 
-    dv = d_block * BLOCK_D + tl.arange(0, BLOCK_D)
-    dv_mask = dv < HEAD_SIZE_V
-    acc = tl.load(part_acc_ptr + (row * num_splits + sp[:, None]) * HEAD_SIZE_V + dv[None, :],
-                  mask=sp_mask[:, None] & dv_mask[None, :], other=0.0)
-    o = tl.sum(acc * w[:, None], axis=0) / total * out_scale
-    tl.store(out_ptr + token * stride_ot + head * stride_oh + dv, to_storage(o, OUT_DTYPE, INTERPRET_),
-             mask=dv_mask)
+
+def splits_pad(num_splits: int) -> int:
+    """Segments one merge tile holds: a power of two, at least 2."""
+    return max(2, next_pow2(num_splits))
+
+
+def fused_merge_consts(fused: bool, num_splits: int, head_size_v: int) -> dict:
+    """The attention kernel's constexprs for a merge in place (``FUSED_MERGE``): segments per merge
+    tile and output channels per slice, as the merge kernel would use them."""
+    return dict(FUSED_MERGE=fused, SPLITS_PAD=splits_pad(num_splits) if fused else 2,
+                MERGE_BLOCK_D=min(REDUCE_BLOCK_D, max(16, next_pow2(head_size_v))))
 
 
 def launch_split_reduce(
@@ -78,16 +108,16 @@ def launch_split_reduce(
         return
     head_size_v_pad = max(16, next_pow2(head_size_v))
     block_d = min(REDUCE_BLOCK_D, head_size_v_pad)
-    splits_pad = max(2, next_pow2(num_splits))
+    pad = splits_pad(num_splits)
     grid = (num_tokens, num_q_heads, head_size_v_pad // block_d)
     _split_reduce_kernel[grid](
         out, part_acc, part_stat,
         out_scale, num_splits,
         out.stride(0), out.stride(1),
-        NUM_Q_HEADS=num_q_heads, SPLITS_PAD=splits_pad,
+        NUM_Q_HEADS=num_q_heads, SPLITS_PAD=pad,
         HEAD_SIZE_V=head_size_v,
         BLOCK_D=block_d, OUT_DTYPE=out_dtype, INTERPRET_=INTERPRET,
-        num_warps=1 if splits_pad * block_d <= 2048 else 4,
+        num_warps=1 if pad * block_d <= 2048 else 4,
     )
 
 
@@ -103,13 +133,22 @@ def split_workspace(out: torch.Tensor, num_splits: int) -> tuple[torch.Tensor, t
             torch.empty((num_tokens, num_q_heads, num_splits, 2), **f32))
 
 
+def split_tickets(num_programs: int, device: torch.device) -> torch.Tensor:
+    """One int32 ticket counter per program of the unsplit grid (a (sequence, KV head) in decode),
+    for the fused merge: zero now, and the last program of each split puts it back to zero, so the
+    same counters serve every later launch and CUDA-graph replay."""
+    return torch.zeros(max(num_programs, 1), dtype=torch.int32, device=device)
+
+
 @dataclass(eq=False)
 class SplitKLaunch:
     """One attention-kernel launch and, with split-K, the merge of its segments into ``out``.
 
     Both paged-attention launchers (16/8-bit and low-bit) build one of these once per prepared call;
     calling it only launches (no checks, no host synchronisation), so it can be captured in a CUDA
-    graph. ``grid`` is ``(programs, num_splits)``; an empty grid launches nothing.
+    graph. ``grid`` is ``(programs, num_splits)``; an empty grid launches nothing. With
+    ``fused_merge`` the attention kernel merges its own segments (the last program of each split,
+    see :func:`split_tickets`) and no merge kernel is launched.
     """
 
     kernel: Any
@@ -121,12 +160,13 @@ class SplitKLaunch:
     part_acc: torch.Tensor = field(repr=False)
     part_stat: torch.Tensor = field(repr=False)
     out_scale: float = 1.0
+    fused_merge: bool = False
 
     def __call__(self) -> torch.Tensor:
         if self.grid[0] == 0:
             return self.out
         self.kernel[self.grid](*self.args, **self.consts, **self.options)
-        if self.grid[1] > 1:
+        if self.grid[1] > 1 and not self.fused_merge:
             launch_split_reduce(self.out, self.part_acc, self.part_stat, self.out_scale,
                                 self.consts["OUT_DTYPE"])
         return self.out

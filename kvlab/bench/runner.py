@@ -124,7 +124,8 @@ def run_sweep(config: BenchConfig, sweep: Sweep, ctx: RunContext | None = None,
                         fp8_half_dots=cand is not None and cand.fp8_half_dots,
                         decode_full_tiles=cand.decode_full_tiles if cand is not None else None,
                         int8_fast_decode=cand is None or cand.int8_fast_decode,
-                        int8_fast_values=cand.int8_fast_values if cand is not None else None, paged_sets=sets)
+                        int8_fast_values=cand.int8_fast_values if cand is not None else None,
+                        fused_merge=cand.fused_merge if cand is not None else None, paged_sets=sets)
                     if cand is not None:
                         row.backend = cand.backend(kind)
                     rows.append(row)

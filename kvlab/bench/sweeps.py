@@ -20,7 +20,8 @@ class Candidate:
     masked (``False``); ``None``: the rule's choice; ``int8_fast_decode=False``: Triton's own
     int8 → bf16 cast instead of the subnormal trick of :mod:`kvlab.kernels.int8_decode`;
     ``int8_fast_values``: int8 values by the trick (``True``) or by the cast (``False``, keys still by
-    the trick); ``None``: the rule's choice."""
+    the trick); ``None``: the rule's choice; ``fused_merge``: a split decode merges its segments in
+    the attention kernel (``True``) or in the merge kernel (``False``); ``None``: the rule's choice."""
 
     tiling: AttentionTiling | None
     fp8_fast_decode: bool = True
@@ -28,14 +29,15 @@ class Candidate:
     decode_full_tiles: bool | None = None
     int8_fast_decode: bool = True
     int8_fast_values: bool | None = None
+    fused_merge: bool | None = None
 
     def backend(self, kind: str) -> str:
         """The CSV's ``backend`` label: ``kvlab-triton-sweep``, with ``-castdecode`` for Triton's own fp8
         conversion (or Triton's own int8 cast), ``-f16dots`` for per-tensor fp8 read through fp16 dots,
         ``-fulltiles`` and
         ``-maskedtiles`` for the decode option above, ``-int8kv`` / ``-int8k`` for int8 values by the trick or
-        not and ``-shortfirst`` for a prefill launched in query
-        order (not longest first)."""
+        not, ``-fusedmerge`` / ``-mergekernel`` for the split-K merge, and ``-shortfirst`` for a prefill
+        launched in query order (not longest first)."""
         name = "kvlab-triton-sweep"
         if not self.fp8_fast_decode or not self.int8_fast_decode:
             name += "-castdecode"
@@ -45,6 +47,8 @@ class Candidate:
             name += "-fulltiles" if self.decode_full_tiles else "-maskedtiles"
         if self.int8_fast_values is not None:
             name += "-int8kv" if self.int8_fast_values else "-int8k"
+        if self.fused_merge is not None:
+            name += "-fusedmerge" if self.fused_merge else "-mergekernel"
         if kind == "prefill" and self.tiling is not None and not self.tiling.longest_first:
             name += "-shortfirst"
         return name
@@ -71,26 +75,22 @@ class Sweep:
 
 
 def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
-    """The candidates behind the open launch question of :mod:`kvlab.kernels.int8_decode`: which int8
-    codes are converted by the subnormal trick and which by Triton's own cast.
+    """The candidates behind the open launch question of :mod:`kvlab.kernels.launch_config`'s
+    ``FUSE_SPLIT_MERGE``: a split decode merging its segments in the attention kernel (the last
+    segment to finish) or in the separate merge kernel.
 
-    For int8 per-token-head caches, at the decode cases (B = 64, 16, 1 at 32K, B=64 at 1K, B=16 and
-    1 at 8K) and the two prefill cases (a 2,048-token chunk over 8,192, 8,192 tokens from an empty
-    cache), beside the rule: every code by Triton's cast, keys and values by the trick, keys alone.
+    Both, beside the rule, at the split decode cases (B=1 at 1K, 8K and 32K tokens, B=16 at 8K and
+    32K) for the 16-bit and 8-bit schemes.
 
     Earlier sweeps (tile sizes and split counts, prefill rows, warps, stages and launch order, fp8
     decoding, narrow decode programs, unmasked decode tiles, fp16 dots over per-tensor fp8,
-    cache-write rows per program) settled the rest of the rule; their outcomes are in
-    ``benchmarks/kernel_notes.md``. ``num_sms`` (multiprocessors of the GPU) is kept for candidates
-    sized by the grid.
+    cache-write rows per program, the int8 conversion) settled the rest of the rule; their outcomes
+    are in ``benchmarks/kernel_notes.md``. ``num_sms`` (multiprocessors of the GPU) is kept for
+    candidates sized by the grid.
     """
-    int8 = [Candidate(None, int8_fast_decode=False), Candidate(None, int8_fast_values=True),
-            Candidate(None, int8_fast_values=False)]
-    attention: dict[Case, list[Candidate]] = {
-        ("prefill", 1, 8192, 2048): int8,
-        ("prefill", 1, 8192, 8192): int8,
-    }
-    for batch, context in ((64, 32768), (64, 1024), (16, 32768), (16, 8192), (1, 32768), (1, 8192)):
-        attention[("decode", batch, context, 1)] = int8
-    schemes = ("int8_per_token_head",)
+    merge = [Candidate(None, fused_merge=False), Candidate(None, fused_merge=True)]
+    attention: dict[Case, list[Candidate]] = {}
+    for batch, context in ((1, 32768), (1, 8192), (16, 32768), (16, 8192), (1, 1024)):  # most wanted first
+        attention[("decode", batch, context, 1)] = merge
+    schemes = ("bfloat16", "float16", "int8_per_token_head", "fp8_per_token_head", "fp8_e4m3")
     return Sweep(attention, {}, decode_schemes=schemes, prefill_schemes=schemes)

@@ -39,17 +39,15 @@ def test_parts_pick_the_cases():
         _parse("--parts", "prefil")
 
 
-def test_sweep_times_int8_conversions_beside_the_rule():
+def test_sweep_times_both_split_merges_beside_the_rule():
     from kvlab.bench.sweeps import default_sweep
 
     sweep = default_sweep(BenchConfig(), num_sms=132)
-    decode = sorted(case for case in sweep.attention if case[0] == "decode")
-    assert decode == [("decode", b, L, 1) for b, L in ((1, 8192), (1, 32768), (16, 8192), (16, 32768),
-                                                        (64, 1024), (64, 32768))]
-    assert ("prefill", 1, 8192, 2048) in sweep.attention and ("prefill", 1, 8192, 8192) in sweep.attention
+    assert sorted(sweep.attention) == [("decode", b, L, 1) for b, L in ((1, 1024), (1, 8192), (1, 32768),
+                                                                        (16, 8192), (16, 32768))]
     for cands in sweep.attention.values():
         labels = [c.backend("decode") for c in cands]
-        assert labels == ["kvlab-triton-sweep-castdecode", "kvlab-triton-sweep-int8kv",
-                          "kvlab-triton-sweep-int8k"]
-        assert all(c.tiling is None and c.fp8_fast_decode for c in cands)  # only the int8 conversion differs
-    assert sweep.schemes_for("decode", ()) == sweep.schemes_for("prefill", ()) == ("int8_per_token_head",)
+        assert labels == ["kvlab-triton-sweep-mergekernel", "kvlab-triton-sweep-fusedmerge"]
+        assert all(c.tiling is None and c.fp8_fast_decode and c.int8_fast_decode for c in cands)
+    assert sweep.schemes_for("decode", ()) == ("bfloat16", "float16", "int8_per_token_head",
+                                               "fp8_per_token_head", "fp8_e4m3")
