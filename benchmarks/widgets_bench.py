@@ -24,7 +24,7 @@ two versions, run both on the same machine one after the other and compare the C
 (``--label`` names the version in the CSV; ``--append`` adds to an existing CSV).
 
     python benchmarks/widgets_bench.py [--skip-notebooks] [--out benchmarks/results/widgets_cpu.csv]
-                                       [--label NAME] [--append]
+                                       [--label NAME] [--append] [--only EXPLORER ...]
 """
 
 from __future__ import annotations
@@ -90,11 +90,13 @@ def percentile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def bench_explorers() -> list[dict]:
+def bench_explorers(only: list[str] | None = None) -> list[dict]:
     import kvlab.widgets as widgets_module
 
     rows = []
     for name, (builder, sequence) in SEQUENCES.items():
+        if only and name not in only:
+            continue
         t0 = time.perf_counter()
         explorer = getattr(widgets_module, builder)(debounce_s=0)
         build_s = time.perf_counter() - t0
@@ -146,10 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "widgets_cpu.csv"))
     parser.add_argument("--label", default="", help="name of the version measured (a CSV column)")
     parser.add_argument("--append", action="store_true", help="add rows to --out instead of replacing it")
+    parser.add_argument("--only", action="append", choices=sorted(SEQUENCES), metavar="EXPLORER",
+                        help=f"time only this explorer (repeatable; one of {', '.join(sorted(SEQUENCES))})")
     args = parser.parse_args(argv)
 
     machine = dict(cpus=os.cpu_count(), load_1min=round(os.getloadavg()[0], 2), python=sys.version.split()[0])
-    explorers = bench_explorers()
+    explorers = bench_explorers(args.only)
     notebooks = [] if args.skip_notebooks else bench_notebooks()
 
     print(f"CPU cores {machine['cpus']}, load average at start {machine['load_1min']}")

@@ -40,13 +40,52 @@ class FreeBlockQueue:
     ``append`` are O(1), the ``_n`` variants O(n).
     """
 
-    def __init__(self, blocks: Iterable[KVCacheBlock]) -> None:
+    def __init__(self, blocks: Iterable[KVCacheBlock] = (), num_new: int = 0) -> None:
+        """Queue ``blocks``, then ``num_new`` blocks that are created when first popped.
+
+        The new blocks take the ids after ``blocks`` (``len(blocks)`` …). A pool's blocks are plain
+        records, and a simulation often never reaches the end of a large pool, so instead of building
+        them all up front one marker node stands for the run of blocks not created yet; they keep
+        their place in the queue (after ``blocks``, before anything appended later).
+        """
         self.head = KVCacheBlock(-1)
         self.tail = KVCacheBlock(-1)
         self.head.next_free = self.tail
         self.tail.prev_free = self.head
         self.num_free_blocks = 0
-        self.append_n(list(blocks))
+        self.created = list(blocks)  # every block made so far, in id order when ``blocks`` are 0 …
+        self.append_n(self.created)
+        self.num_not_created = num_new
+        self.not_created: KVCacheBlock | None = None  # the marker, linked while num_not_created > 0
+        if num_new > 0:
+            self.not_created = KVCacheBlock(-2)
+            self.append(self.not_created)
+            self.num_free_blocks += num_new - 1  # the marker counts as the blocks it stands for
+
+    def _create_next(self) -> KVCacheBlock:
+        """Make the next block the marker stands for and link it just before the marker (the marker
+        leaves the queue with its last block)."""
+        marker = self.not_created
+        block = KVCacheBlock(len(self.created))
+        self.created.append(block)
+        block.prev_free = marker.prev_free
+        block.prev_free.next_free = block
+        self.num_not_created -= 1
+        if self.num_not_created:
+            block.next_free = marker
+            marker.prev_free = block
+        else:
+            block.next_free = marker.next_free
+            block.next_free.prev_free = block
+            marker.prev_free = marker.next_free = None
+            self.not_created = None
+        return block
+
+    def create_all(self) -> list[KVCacheBlock]:
+        """Make every block not created yet (in its place in the queue); returns all blocks."""
+        while self.not_created is not None:
+            self._create_next()
+        return self.created
 
     def __len__(self) -> int:
         return self.num_free_blocks
@@ -54,6 +93,8 @@ class FreeBlockQueue:
     def popleft(self) -> KVCacheBlock:
         """Take the head block."""
         block = self.head.next_free
+        if block is self.not_created:
+            block = self._create_next()
         if block is self.tail:
             raise ValueError("no free block to pop: the free queue is empty")
         self.remove(block)
@@ -66,6 +107,10 @@ class FreeBlockQueue:
         out = []
         block = self.head.next_free
         for _ in range(n):
+            if block is self.not_created:
+                self.head.next_free = block  # unlink the blocks popped so far, then make the next one
+                block.prev_free = self.head
+                block = self._create_next()
             out.append(block)
             nxt = block.next_free
             block.prev_free = block.next_free = None
@@ -125,6 +170,10 @@ class FreeBlockQueue:
         out = []
         block = self.head.next_free
         while block is not self.tail:
-            out.append(block.block_id)
+            if block is self.not_created:
+                first = len(self.created)
+                out.extend(range(first, first + self.num_not_created))
+            else:
+                out.append(block.block_id)
             block = block.next_free
         return out
