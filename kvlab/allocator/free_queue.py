@@ -106,19 +106,37 @@ class FreeBlockQueue:
             raise ValueError(f"cannot pop {n} blocks: only {self.num_free_blocks} are free")
         out = []
         block = self.head.next_free
-        for _ in range(n):
+        left = n
+        while left:
             if block is self.not_created:
-                self.head.next_free = block  # unlink the blocks popped so far, then make the next one
-                block.prev_free = self.head
-                block = self._create_next()
+                # blocks never used before: create the ones needed, already out of the queue
+                made = self._take_new(left)
+                out += made
+                left -= len(made)
+                block = self.not_created or block.next_free
+                continue
             out.append(block)
             nxt = block.next_free
             block.prev_free = block.next_free = None
             block = nxt
+            left -= 1
         self.head.next_free = block
         block.prev_free = self.head
         self.num_free_blocks -= n
         return out
+
+    def _take_new(self, n: int) -> list[KVCacheBlock]:
+        """Create up to ``n`` of the blocks the marker stands for, outside the queue (``popleft_n``
+        relinks the head); the marker is dropped with the last one but keeps its ``next_free``."""
+        first = len(self.created)
+        n = min(n, self.num_not_created)
+        made = [KVCacheBlock(i) for i in range(first, first + n)]
+        self.created += made
+        self.num_not_created -= n
+        if not self.num_not_created:
+            self.not_created.prev_free = None
+            self.not_created = None
+        return made
 
     def remove(self, block: KVCacheBlock) -> None:
         """Unlink ``block`` from wherever it is in the queue."""
