@@ -27,46 +27,14 @@ from kvlab.reference import paged_attention_reference
 from kvlab.reference.metrics import relative_error
 
 from .conftest import kernel_tolerance, poisoned
+from .ptx_model import output_halves, run_ptx
 
 ALL_CODES = torch.arange(-128, 128, dtype=torch.int8)
 
 
-def _bf16_value(bits16: int) -> float:
-    """The number a bf16 pattern holds (subnormals included: torch widens bf16 by a shift)."""
-    pattern = torch.tensor([bits16 & 0xFFFF], dtype=torch.int32).to(torch.int16)
-    return float(pattern.view(torch.bfloat16).double())
-
-
-def _bf16_bits(value: float) -> int:
-    b = torch.tensor([value], dtype=torch.float64).to(torch.bfloat16)
-    assert float(b.double()) == value, f"{value} is not exact in bf16"  # the fma results must be exact
-    return int(b.view(torch.int16)) & 0xFFFF
-
-
 def _execute(word: int) -> list[float]:
     """Run the PTX on one b32 of four codes; the four bf16 results (code 0 first)."""
-    regs = {"$2": word}
-    val = lambda x: regs[x] if x in regs else int(x, 0)  # noqa: E731
-    for line in INT8_TO_BF16_OVER_64_ASM.splitlines():
-        line = line.split("//")[0].strip().rstrip(";")
-        if not line or line in "{}" or line.startswith(".reg"):
-            continue
-        op, args = line.split(None, 1)
-        a = [x.strip() for x in args.split(",")]
-        if op == "mov.b32":
-            regs[a[0]] = val(a[1])
-        elif op == "xor.b32":
-            regs[a[0]] = val(a[1]) ^ val(a[2])
-        elif op == "prmt.b32":
-            pool = val(a[1]).to_bytes(4, "little") + val(a[2]).to_bytes(4, "little")
-            regs[a[0]] = int.from_bytes(bytes(pool[(val(a[3]) >> (4 * i)) & 7] for i in range(4)), "little")
-        elif op == "fma.rn.bf16x2":
-            x, y, z = val(a[1]), val(a[2]), val(a[3])
-            halves = [_bf16_value(x >> s) * _bf16_value(y >> s) + _bf16_value(z >> s) for s in (0, 16)]
-            regs[a[0]] = _bf16_bits(halves[0]) | (_bf16_bits(halves[1]) << 16)
-        else:
-            raise AssertionError(f"unmodelled instruction {op}")
-    return [_bf16_value(regs[r] >> s) for r in ("$0", "$1") for s in (0, 16)]
+    return output_halves(run_ptx(INT8_TO_BF16_OVER_64_ASM, [word]), torch.bfloat16)
 
 
 def test_ptx_gives_every_code_over_64_exactly():

@@ -16,13 +16,7 @@ import torch
 from kvlab.kernels.lowbit_unpack_asm import unpack_asm, unpack_fma_asm
 from kvlab.quantization.lowbit import unpack_codes
 
-
-def _half_value(bits16: int, dtype: torch.dtype) -> float:
-    return float(torch.tensor([bits16], dtype=torch.int32).to(torch.int16).view(dtype).float())
-
-
-def _half_bits(value: float, dtype: torch.dtype) -> int:
-    return int(torch.tensor([value], dtype=torch.float32).to(dtype).view(torch.int16)) & 0xFFFF
+from .ptx_model import half_bits, output_halves, run_ptx
 
 
 def _fma_f16(a: float, b: float, c: float) -> float:
@@ -34,37 +28,7 @@ def _fma_f16(a: float, b: float, c: float) -> float:
 def _run(asm: str, word: int, dtype: torch.dtype, extra: tuple[int, ...] = ()) -> list[float]:
     """Execute the PTX on one b32 input ``$2`` (and b32 inputs ``$3``, ``$4`` ... from ``extra``); the
     four 16-bit results, low half of $0 first."""
-    regs = {"$2": word, **{f"${3 + i}": w for i, w in enumerate(extra)}}
-    val = lambda x: regs[x] if x in regs else int(x, 0)  # noqa: E731
-    for line in asm.splitlines():
-        line = line.strip().rstrip(";")
-        if not line or line in "{}" or line.startswith(".reg"):
-            continue
-        op, args = line.split(None, 1)
-        a = [x.strip() for x in args.split(",")]
-        if op == "mov.b32":
-            regs[a[0]] = val(a[1])
-        elif op == "prmt.b32":
-            pool = val(a[1]).to_bytes(4, "little") + val(a[2]).to_bytes(4, "little")
-            sel = val(a[3])
-            regs[a[0]] = int.from_bytes(bytes(pool[(sel >> (4 * i)) & 7] for i in range(4)), "little")
-        elif op == "shr.b32":
-            regs[a[0]] = val(a[1]) >> val(a[2])
-        elif op == "lop3.b32":
-            assert int(a[4], 0) == 0xEA, "only (a & b) | c is modelled"
-            regs[a[0]] = (val(a[1]) & val(a[2])) | val(a[3])
-        elif op == "fma.rn.f16x2":
-            x, y, z = val(a[1]), val(a[2]), val(a[3])
-            halves = [_fma_f16(*(_half_value((w >> s) & 0xFFFF, dtype) for w in (x, y, z))) for s in (0, 16)]
-            regs[a[0]] = _half_bits(halves[0], dtype) | (_half_bits(halves[1], dtype) << 16)
-        elif op in ("sub.rn.bf16x2", "sub.rn.f16x2"):
-            x, y = val(a[1]), val(a[2])
-            halves = [_half_value((x >> s) & 0xFFFF, dtype) - _half_value((y >> s) & 0xFFFF, dtype)
-                      for s in (0, 16)]
-            regs[a[0]] = _half_bits(halves[0], dtype) | (_half_bits(halves[1], dtype) << 16)
-        else:
-            raise AssertionError(f"unmodelled instruction {op}")
-    return [_half_value((regs[r] >> s) & 0xFFFF, dtype) for r in ("$0", "$1") for s in (0, 16)]
+    return output_halves(run_ptx(asm, [word, *extra]), dtype)
 
 
 @pytest.mark.parametrize("bits", [4, 2])
@@ -82,7 +46,7 @@ def test_unpack_asm_gives_code_minus_offset(bits, dtype, offset, gen):
 
 def _pack_halves(values: list[float]) -> tuple[int, int]:
     """Four fp16 numbers as two b32 words, element 0 in the low half of the first (Triton's packing)."""
-    bits = [_half_bits(v, torch.float16) for v in values]
+    bits = [half_bits(v, torch.float16) for v in values]
     return bits[0] | (bits[1] << 16), bits[2] | (bits[3] << 16)
 
 

@@ -1,0 +1,83 @@
+"""A model, in Python, of the few PTX instructions kvlab's inline-asm unpackers use.
+
+The tests that check those unpackers on the CPU execute the PTX strings line by line here, so a wrong
+constant (mask, magic number, permute selector, operand order) fails on any machine, not only on a
+GPU. Each instruction is modelled from the PTX ISA's definition, not from the code under test:
+
+* ``mov.b32``, ``xor.b32``, ``shr.b32``;
+* ``prmt.b32 d, a, b, sel``: byte ``i`` of ``d`` is byte ``sel[4i:4i+3]`` of the 8-byte pool ``b:a``;
+* ``lop3.b32`` with the look-up table ``0xEA``, i.e. ``(a & b) | c`` (the only one modelled);
+* ``sub.rn`` and ``fma.rn`` on packed pairs (``f16x2``, ``bf16x2``): each 16-bit half on its own,
+  computed in float64 and rounded once to the half's format (exact in float64 for the operands these
+  tests use: 16-bit numbers of moderate exponents).
+
+Registers are b32 integers; ``$0`` and ``$1`` are the outputs, inputs start at ``$2``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def half_value(bits16: int, dtype: torch.dtype) -> float:
+    """The number a 16-bit pattern of ``dtype`` (float16 or bfloat16) holds, subnormals included."""
+    return float(torch.tensor([bits16 & 0xFFFF], dtype=torch.int32).to(torch.int16).view(dtype).double())
+
+
+def half_bits(value: float, dtype: torch.dtype) -> int:
+    """``value`` rounded once (to nearest, ties to even) to ``dtype``, as a 16-bit pattern."""
+    if dtype == torch.float16:
+        return int(np.array([value], dtype=np.float64).astype(np.float16).view(np.uint16)[0])
+    return int(torch.tensor([value], dtype=torch.float64).to(dtype).view(torch.int16)) & 0xFFFF
+
+
+def _packed(op, dtype: torch.dtype, *words: int) -> int:
+    """Apply ``op`` to the low halves and to the high halves of ``words``; the two results packed."""
+    halves = [op(*(half_value(w >> s, dtype) for w in words)) for s in (0, 16)]
+    return half_bits(halves[0], dtype) | (half_bits(halves[1], dtype) << 16)
+
+
+_PACKED_DTYPES = {"f16x2": torch.float16, "bf16x2": torch.bfloat16}
+
+
+def run_ptx(asm: str, inputs: list[int]) -> tuple[int, int]:
+    """Execute ``asm`` with b32 inputs ``$2, $3, ...``; the two b32 outputs ``($0, $1)``."""
+    regs = {f"${2 + i}": w for i, w in enumerate(inputs)}
+
+    def val(x: str) -> int:
+        return regs[x] if x in regs else int(x, 0)
+
+    for line in asm.splitlines():
+        line = line.split("//")[0].strip().rstrip(";")
+        if not line or line in "{}" or line.startswith(".reg"):
+            continue
+        op, args = line.split(None, 1)
+        a = [x.strip() for x in args.split(",")]
+        kind = op.rsplit(".", 1)[-1]
+        if op == "mov.b32":
+            regs[a[0]] = val(a[1])
+        elif op == "xor.b32":
+            regs[a[0]] = val(a[1]) ^ val(a[2])
+        elif op == "shr.b32":
+            regs[a[0]] = val(a[1]) >> val(a[2])
+        elif op == "prmt.b32":
+            pool = val(a[1]).to_bytes(4, "little") + val(a[2]).to_bytes(4, "little")
+            sel = val(a[3])
+            regs[a[0]] = int.from_bytes(bytes(pool[(sel >> (4 * i)) & 7] for i in range(4)), "little")
+        elif op == "lop3.b32":
+            assert int(a[4], 0) == 0xEA, "only the table 0xEA, (a & b) | c, is modelled"
+            regs[a[0]] = (val(a[1]) & val(a[2])) | val(a[3])
+        elif op.startswith("fma.rn.") and kind in _PACKED_DTYPES:
+            operands = (val(a[1]), val(a[2]), val(a[3]))
+            regs[a[0]] = _packed(lambda x, y, z: x * y + z, _PACKED_DTYPES[kind], *operands)
+        elif op.startswith("sub.rn.") and kind in _PACKED_DTYPES:
+            regs[a[0]] = _packed(lambda x, y: x - y, _PACKED_DTYPES[kind], val(a[1]), val(a[2]))
+        else:
+            raise AssertionError(f"unmodelled instruction {op}")
+    return regs["$0"], regs["$1"]
+
+
+def output_halves(outputs: tuple[int, int], dtype: torch.dtype) -> list[float]:
+    """The four 16-bit results of ``run_ptx``: low half of ``$0`` first."""
+    return [half_value(r >> s, dtype) for r in outputs for s in (0, 16)]
