@@ -38,17 +38,12 @@ class BlockPool:
             )
         self.enable_caching = enable_caching
         self.prepend_unhashed = prepend_unhashed
-        # blocks are created when first handed out (see FreeBlockQueue): a run seldom reaches them all
-        self.free_queue = FreeBlockQueue(num_new=num_blocks)
+        self.blocks = [KVCacheBlock(i) for i in range(num_blocks)]
+        self.free_queue = FreeBlockQueue(self.blocks)
         # (hash, group id) -> block, or {block_id: block} when several blocks carry the same key
         self.cached: dict[tuple, KVCacheBlock | dict[int, KVCacheBlock]] = {}
         self.null_block = self.free_queue.popleft()
         self.null_block.is_null = True
-
-    @property
-    def blocks(self) -> list[KVCacheBlock]:
-        """Every block, indexed by id (those not handed out yet are created now)."""
-        return self.free_queue.create_all()
 
     # -- state -------------------------------------------------------------------------------------
     @property
@@ -118,7 +113,7 @@ class BlockPool:
         if self.get_num_free_blocks() != self.num_usable_blocks:
             return False
         self.cached.clear()
-        for block in self.free_queue.created:  # blocks not created yet carry no hash
+        for block in self.blocks:
             block.block_hash = None
         return True
 

@@ -56,8 +56,6 @@ class KVCacheCoordinator:
         self.attention_only = all(g.kind in MANAGER_BY_KIND for g in config.groups)
         # full attention only: a running request's tables never shed blocks
         self.all_full_attention = all(g.kind == "full" for g in config.groups)
-        # request id -> limits under which ``holds_room_for`` is still True (dropped when a table changes)
-        self.room_limits: dict[str, tuple[int, int, float]] = {}
 
     # -- prefix hits --------------------------------------------------------------------------------
     def find_longest_cache_hit(
@@ -114,71 +112,21 @@ class KVCacheCoordinator:
         needs one, once every 16 tokens), so the simulator skips the general path for them.
         With ``num_processed_tokens=None`` (not known) only full-attention groups, which never shed,
         can answer True.
-
-        A True answer stays True while the request's tables are unchanged and the three counts stay
-        under the limits kept in ``room_limits`` (each condition is monotone in its count), so the
-        next decode steps answer with three comparisons; any change to the tables drops the limits.
         """
         if not (self.all_full_attention if num_processed_tokens is None else self.attention_only):
             return False
-        limits = self.room_limits.get(request_id)
-        if limits is not None and (
-            num_tokens <= limits[0]
-            and num_cacheable_tokens <= limits[1]
-            and (num_processed_tokens is None or num_processed_tokens <= limits[2])
-        ):
-            return True
-        limits = self._room_limits(request_id, num_tokens, num_cacheable_tokens, num_processed_tokens)
-        if limits is None:
-            return False
-        self.room_limits[request_id] = limits
-        return True
-
-    def _room_limits(
-        self, request_id: str, num_tokens: int, num_cacheable_tokens: int, num_processed_tokens: int | None
-    ) -> tuple[int, int, float] | None:
-        """The largest ``(num_tokens, num_cacheable_tokens, num_processed_tokens)`` for which
-        :meth:`holds_room_for` stays True with the tables as they are, or ``None`` if it is False now."""
-        max_tokens = max_cacheable = max_processed = math.inf
         for m in self.managers:
             table = m.req_to_blocks.get(request_id)
             num_cached = m.num_cached_block.get(request_id)
             if table is None or num_cached is None:
-                return None  # not running yet: the general path adopts hits and allocates
-            covered = len(table) * m.block_size
-            if num_tokens > covered:
-                return None
-            max_tokens = min(max_tokens, covered)
-            if self.enable_caching:
-                # a block becomes full (and is cached) once ``num_cached + 1`` blocks of tokens are cacheable
-                next_full = (num_cached + 1) * m.block_size
-                if num_cacheable_tokens >= next_full:
-                    return None
-                max_cacheable = min(max_cacheable, next_full - 1)
-            if num_processed_tokens is not None and not self.all_full_attention:
-                if m.sheds_blocks(table, num_processed_tokens):
-                    return None
-                max_processed = min(max_processed, self._last_without_shedding(m, table, num_processed_tokens))
-        return max_tokens, max_cacheable, max_processed
-
-    @staticmethod
-    def _last_without_shedding(m: SingleTypeManager, table: Sequence[KVCacheBlock], processed: int) -> int:
-        """The largest count, from ``processed`` up to one block further, at which ``table`` sheds nothing.
-
-        ``sheds_blocks`` is monotone in the count (skipped tokens only grow and a table holds nulls only
-        as a prefix), so a binary search over one block of counts finds it; the decode steps after that
-        recompute the limit.
-        """
-        lo, hi = processed, processed + m.block_size
-        if not m.sheds_blocks(table, hi):
-            return hi
-        while hi - lo > 1:  # invariant: no shed at lo, a shed at hi
-            mid = (lo + hi) // 2
-            if m.sheds_blocks(table, mid):
-                hi = mid
-            else:
-                lo = mid
-        return lo
+                return False  # not running yet: the general path adopts hits and allocates
+            if -(-num_tokens // m.block_size) > len(table):
+                return False
+            if self.enable_caching and num_cacheable_tokens // m.block_size > num_cached:
+                return False
+            if num_processed_tokens is not None and m.sheds_blocks(table, num_processed_tokens):
+                return False
+        return True
 
     def pool_needs(self, per_group: Sequence[int]) -> list[int]:
         """Sum ``per_group`` blocks by pool."""
@@ -200,16 +148,13 @@ class KVCacheCoordinator:
         new_computed_blocks: Sequence[Sequence[KVCacheBlock]],
         total_computed_tokens: int,
     ) -> None:
-        self.room_limits.pop(request_id, None)
         for m, hits in zip(self.managers, new_computed_blocks, strict=True):
             m.save_new_computed_blocks(request_id, hits, total_computed_tokens)
 
     def allocate_new_blocks(self, request_id: str, num_tokens: int) -> list[list[KVCacheBlock]]:
-        self.room_limits.pop(request_id, None)
         return [m.allocate_new_blocks(request_id, num_tokens) for m in self.managers]
 
     def cache_blocks(self, request_id: str, block_hashes: Sequence, num_tokens: int) -> None:
-        self.room_limits.pop(request_id, None)
         for m in self.managers:
             m.cache_blocks(
                 request_id, group_block_hashes(block_hashes, m.block_size // self.hash_block_size), num_tokens
@@ -231,12 +176,10 @@ class KVCacheCoordinator:
         )
 
     def remove_skipped_blocks(self, request_id: str, num_computed_tokens: int) -> None:
-        self.room_limits.pop(request_id, None)
         for m in self.managers:
             m.remove_skipped_blocks(request_id, num_computed_tokens)
 
     def free(self, request_id: str) -> None:
-        self.room_limits.pop(request_id, None)
         for m in self.managers:
             m.free(request_id)
 

@@ -40,52 +40,13 @@ class FreeBlockQueue:
     ``append`` are O(1), the ``_n`` variants O(n).
     """
 
-    def __init__(self, blocks: Iterable[KVCacheBlock] = (), num_new: int = 0) -> None:
-        """Queue ``blocks``, then ``num_new`` blocks that are created when first popped.
-
-        The new blocks take the ids after ``blocks`` (``len(blocks)`` …). A pool's blocks are plain
-        records, and a simulation often never reaches the end of a large pool, so instead of building
-        them all up front one marker node stands for the run of blocks not created yet; they keep
-        their place in the queue (after ``blocks``, before anything appended later).
-        """
+    def __init__(self, blocks: Iterable[KVCacheBlock]) -> None:
         self.head = KVCacheBlock(-1)
         self.tail = KVCacheBlock(-1)
         self.head.next_free = self.tail
         self.tail.prev_free = self.head
         self.num_free_blocks = 0
-        self.created = list(blocks)  # every block made so far, in id order when ``blocks`` are 0 …
-        self.append_n(self.created)
-        self.num_not_created = num_new
-        self.not_created: KVCacheBlock | None = None  # the marker, linked while num_not_created > 0
-        if num_new > 0:
-            self.not_created = KVCacheBlock(-2)
-            self.append(self.not_created)
-            self.num_free_blocks += num_new - 1  # the marker counts as the blocks it stands for
-
-    def _create_next(self) -> KVCacheBlock:
-        """Make the next block the marker stands for and link it just before the marker (the marker
-        leaves the queue with its last block)."""
-        marker = self.not_created
-        block = KVCacheBlock(len(self.created))
-        self.created.append(block)
-        block.prev_free = marker.prev_free
-        block.prev_free.next_free = block
-        self.num_not_created -= 1
-        if self.num_not_created:
-            block.next_free = marker
-            marker.prev_free = block
-        else:
-            block.next_free = marker.next_free
-            block.next_free.prev_free = block
-            marker.prev_free = marker.next_free = None
-            self.not_created = None
-        return block
-
-    def create_all(self) -> list[KVCacheBlock]:
-        """Make every block not created yet (in its place in the queue); returns all blocks."""
-        while self.not_created is not None:
-            self._create_next()
-        return self.created
+        self.append_n(list(blocks))
 
     def __len__(self) -> int:
         return self.num_free_blocks
@@ -93,8 +54,6 @@ class FreeBlockQueue:
     def popleft(self) -> KVCacheBlock:
         """Take the head block."""
         block = self.head.next_free
-        if block is self.not_created:
-            block = self._create_next()
         if block is self.tail:
             raise ValueError("no free block to pop: the free queue is empty")
         self.remove(block)
@@ -106,37 +65,15 @@ class FreeBlockQueue:
             raise ValueError(f"cannot pop {n} blocks: only {self.num_free_blocks} are free")
         out = []
         block = self.head.next_free
-        left = n
-        while left:
-            if block is self.not_created:
-                # blocks never used before: create the ones needed, already out of the queue
-                made = self._take_new(left)
-                out += made
-                left -= len(made)
-                block = self.not_created or block.next_free
-                continue
+        for _ in range(n):
             out.append(block)
             nxt = block.next_free
             block.prev_free = block.next_free = None
             block = nxt
-            left -= 1
         self.head.next_free = block
         block.prev_free = self.head
         self.num_free_blocks -= n
         return out
-
-    def _take_new(self, n: int) -> list[KVCacheBlock]:
-        """Create up to ``n`` of the blocks the marker stands for, outside the queue (``popleft_n``
-        relinks the head); the marker is dropped with the last one but keeps its ``next_free``."""
-        first = len(self.created)
-        n = min(n, self.num_not_created)
-        made = [KVCacheBlock(i) for i in range(first, first + n)]
-        self.created += made
-        self.num_not_created -= n
-        if not self.num_not_created:
-            self.not_created.prev_free = None
-            self.not_created = None
-        return made
 
     def remove(self, block: KVCacheBlock) -> None:
         """Unlink ``block`` from wherever it is in the queue."""
@@ -188,10 +125,6 @@ class FreeBlockQueue:
         out = []
         block = self.head.next_free
         while block is not self.tail:
-            if block is self.not_created:
-                first = len(self.created)
-                out.extend(range(first, first + self.num_not_created))
-            else:
-                out.append(block.block_id)
+            out.append(block.block_id)
             block = block.next_free
         return out
