@@ -79,18 +79,17 @@ class BlockPool:
         group_id: int,
     ) -> None:
         """Give ``blocks[num_cached:num_full]`` their hash and make them findable (nulls skipped)."""
-        cached = self.cached
         for i in range(num_cached, num_full):
             block = blocks[i]
             if block.is_null or block.block_hash is not None:
                 continue
             key = (block_hashes[i], group_id)
             block.block_hash = key
-            entry = cached.get(key)
+            entry = self.cached.get(key)
             if entry is None:
-                cached[key] = block
+                self.cached[key] = block
             elif isinstance(entry, KVCacheBlock):
-                cached[key] = {entry.block_id: entry, block.block_id: block}
+                self.cached[key] = {entry.block_id: entry, block.block_id: block}
             else:
                 entry[block.block_id] = block
 
@@ -127,15 +126,9 @@ class BlockPool:
         if n > self.get_num_free_blocks():
             raise ValueError(f"cannot get {n} blocks: only {self.get_num_free_blocks()} are free")
         blocks = self.free_queue.popleft_n(n)
-        cached = self.cached
         for block in blocks:
-            key = block.block_hash
-            if key is not None:
-                if cached.get(key) is block:  # the usual case: the only block with this key
-                    del cached[key]
-                    block.block_hash = None
-                else:
-                    self._evict(block)
+            if block.block_hash is not None:
+                self._evict(block)
             block.ref_cnt = 1
         return blocks
 
