@@ -44,8 +44,8 @@ def log_error_histogram(
     """
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
-    e = np.abs(errors.detach().cpu().numpy().astype(np.float64, copy=False)).ravel()
-    nz = e[e > 0]
+    e = errors.detach().cpu().numpy().astype(np.float64, copy=False).ravel()
+    nz = np.abs(e[(e > 0) | (e < 0)])  # |e| > 0 (NaN excluded), with abs taken on the copy only
     total, exact = int(e.size), int(e.size - nz.size)
     if nz.size == 0:
         return LogHistogram([], [], exact, total)
@@ -56,7 +56,7 @@ def log_error_histogram(
     if hi == lo:
         hi = lo * 1.0001
     log_lo, log_hi = math.log10(lo), math.log10(hi)
-    logs = np.clip(np.log10(nz), log_lo, log_hi)
+    logs = np.clip(np.log10(nz, out=nz), log_lo, log_hi, out=nz)  # nz is a copy: reused in place
     counts, _ = np.histogram(logs, bins=bins, range=(log_lo, log_hi))
     edges = np.logspace(log_lo, log_hi, bins + 1)
     return LogHistogram(edges.tolist(), [int(c) for c in counts], exact, total)

@@ -22,7 +22,7 @@ from kvlab.quantization import (
     quantize_per_token_head,
 )
 from kvlab.quantization.schemes import KVCacheScheme
-from kvlab.validation import require_choice, require_float, require_tensor
+from kvlab.validation import require_choice, require_finite, require_float, require_tensor
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class RoundTrip:
     def abs_error(self) -> torch.Tensor:
         """``|restored − original|`` element-wise (float64), computed on first use and kept (a
         comparison of several schemes' attention outputs never needs it)."""
-        return (self.restored - self.original).abs()
+        return (self.restored - self.original).abs_()
 
 
 def effective_rounding(scheme: str | KVCacheScheme, rounding: str) -> str:
@@ -67,6 +67,8 @@ def round_trip(
     rounding: str = "nearest",
     role: str = "k",
     calibration: str = "absmax",
+    original: torch.Tensor | None = None,
+    check_finite: bool = True,
 ) -> RoundTrip:
     """Quantize ``x`` with ``scheme`` and dequantize it again.
 
@@ -77,21 +79,31 @@ def round_trip(
             round to nearest whatever is asked).
         role: ``"k"`` or ``"v"`` (only the ``"vllm"`` per-tensor calibration differs by role).
         calibration: per-tensor fp8 scale: ``"absmax"`` (``max|x| / FMAX`` on this tensor) or ``"vllm"``.
+        original: ``x`` as float64 when already made (several schemes' trips of one tensor then share
+            one copy instead of making one each); it must hold ``x``'s values: only its shape and
+            dtype are checked.
+        check_finite: refuse NaN/Inf in ``x`` (one pass). ``False`` for data already checked.
     """
     require_tensor(x, "x")
     require_float(x, "x")
     require_choice(rounding, ("nearest", "truncate"), "rounding")
     sch = get_scheme(scheme)
     used = effective_rounding(sch, rounding)
-    original = x.to(torch.float64)
+    if check_finite:
+        require_finite(x, "x")
+    if original is None:
+        original = x.to(torch.float64)
+    elif original.dtype != torch.float64 or original.shape != x.shape:
+        raise ValueError(f"original must be x as float64, shape {tuple(x.shape)}; got {original.dtype}, "
+                         f"shape {tuple(original.shape)}")
     scales = tensor_scale = None
     saturated = 0
     if sch.mode.is_per_token_head:
-        codes, scales = quantize_per_token_head(x, sch, used)
+        codes, scales = quantize_per_token_head(x, sch, used, check_finite=False)
         restored = dequantize_per_token_head(codes, scales, torch.float64)
     elif sch.mode == QuantMode.FP8_PER_TENSOR:
-        tensor_scale = calibrate_scale(x, sch, calibration, role)
-        q = quantize_per_tensor(x, tensor_scale, sch)
+        tensor_scale = calibrate_scale(x, sch, calibration, role, check_finite=False)
+        q = quantize_per_tensor(x, tensor_scale, sch, check_finite=False)
         restored = dequantize_per_tensor(q.codes, q.scale, torch.float64)
         saturated = q.num_saturated
     else:

@@ -80,7 +80,12 @@ def rope_rotate(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.
     work = torch.promote_types(x.dtype, torch.float32)
     cos, sin = angle.cos().to(work)[:, None, :], angle.sin().to(work)[:, None, :]
     x1, x2 = x[..., :half].to(work), x[..., half:].to(work)
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).to(x.dtype)
+    # both halves written into one new tensor, each as a product then an in-place subtraction or
+    # addition: the operations of ``cat([x1·cos − x2·sin, x1·sin + x2·cos])`` with fewer temporaries
+    out = torch.empty(x.shape, dtype=work, device=x.device)
+    torch.mul(x1, cos, out=out[..., :half]).sub_(x2 * sin)
+    torch.mul(x1, sin, out=out[..., half:]).add_(x2 * cos)
+    return out.to(x.dtype)
 
 
 def synthetic_kv(
@@ -136,11 +141,12 @@ def synthetic_kv(
         outliers.append(sorted(chans))
 
     shape = (num_tokens, num_kv_heads, head_size)
-    keys = torch.randn(shape, generator=gen) + offset
+    keys = torch.randn(shape, generator=gen).add_(offset)
     values = torch.randn(shape, generator=gen)
     group = hq // num_kv_heads
     q_offset = offset.repeat_interleave(group, dim=0) / max(cfg.outlier_strength, 1.0)
-    queries = torch.randn((num_tokens, hq, head_size), generator=gen) + cfg.query_alignment * 3.0 * q_offset
+    queries = torch.randn((num_tokens, hq, head_size), generator=gen)
+    queries.add_(cfg.query_alignment * 3.0 * q_offset)
     if cfg.rope:
         pos = torch.arange(num_tokens)
         keys = rope_rotate(keys, pos, cfg.rope_base)

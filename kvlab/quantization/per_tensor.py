@@ -23,6 +23,7 @@ from typing import Literal
 
 import torch
 
+from kvlab.quantization.code_values import code_values
 from kvlab.quantization.formats import K_SCALE_CONSTANT, SCALE_FLOOR, V_SCALE_CONSTANT
 from kvlab.quantization.schemes import KVCacheScheme, QuantMode, get_scheme
 from kvlab.validation import require_choice, require_finite, require_float, require_tensor
@@ -72,6 +73,8 @@ def calibrate_scale(
     scheme: str | KVCacheScheme = "fp8",
     method: CalibrationMethod = "absmax",
     role: Literal["k", "v"] = "k",
+    *,
+    check_finite: bool = True,
 ) -> float:
     """A per-tensor scale for ``x``.
 
@@ -80,6 +83,7 @@ def calibrate_scale(
         scheme: the fp8 scheme the scale is for (fixes FMAX for ``"absmax"``).
         method: ``"absmax"`` (``max|x| / FMAX``) or ``"vllm"`` (``max|x| / 200`` for K, ``/ 100`` for V).
         role: ``"k"`` or ``"v"``; only ``"vllm"`` uses it.
+        check_finite: refuse NaN/Inf (default); ``False`` for data already checked.
 
     Returns:
         The scale as an fp32 value, floored at 1e-6 so that all-zero data still gets a usable scale.
@@ -89,7 +93,8 @@ def calibrate_scale(
     sch = _per_tensor_scheme(scheme)
     require_choice(method, CALIBRATION_METHODS, "method")
     require_choice(role, ("k", "v"), "role")
-    require_finite(x, "x")
+    if check_finite:
+        require_finite(x, "x")
     absmax = x.float().abs().max() if x.numel() else torch.tensor(0.0)
     if method == "absmax":
         divisor = sch.qmax
@@ -130,9 +135,9 @@ def quantize_per_tensor(
     s = as_fp32_scale(scale)
     if check_finite:
         require_finite(x, "x")
-    y = x.float() / torch.tensor(s, dtype=torch.float32, device=x.device)
+    y = x.float() / torch.tensor(s, dtype=torch.float32, device=x.device)  # a new tensor: y is ours
     saturated = int((y.abs() > sch.qmax).sum())
-    codes = torch.clamp(y, -sch.qmax, sch.qmax).to(sch.storage_dtype)
+    codes = y.clamp_(-sch.qmax, sch.qmax).to(sch.storage_dtype)
     return PerTensorCodes(codes=codes, scale=s, num_saturated=saturated)
 
 
@@ -141,4 +146,5 @@ def dequantize_per_tensor(
 ) -> torch.Tensor:
     """Return ``codes * scale`` in ``dtype`` (exact in float64)."""
     require_tensor(codes, "codes")
-    return codes.to(dtype) * torch.tensor(as_fp32_scale(scale), dtype=torch.float32).to(dtype)
+    # one new tensor, scaled in place (the same products as ``codes.to(dtype) * scale``)
+    return code_values(codes, dtype).mul_(torch.tensor(as_fp32_scale(scale), dtype=torch.float32).to(dtype))

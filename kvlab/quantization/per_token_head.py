@@ -22,6 +22,7 @@ from typing import Literal
 
 import torch
 
+from kvlab.quantization.code_values import code_values
 from kvlab.quantization.formats import SCALE_FLOOR
 from kvlab.quantization.schemes import KVCacheScheme, QuantMode, get_scheme
 from kvlab.validation import require_choice, require_finite, require_float, require_tensor
@@ -96,9 +97,9 @@ def quantize_per_token_head(
     xf = x.float()
     scales = _scales_fp32(xf, sch.qmax)
     inverse = torch.ones_like(scales) / scales  # fl(1/s): one correctly rounded fp32 division
-    y = torch.clamp(xf * inverse.unsqueeze(-1), sch.qmin, sch.qmax)
+    y = (xf * inverse.unsqueeze(-1)).clamp_(sch.qmin, sch.qmax)  # a new tensor, then in place
     if sch.mode == QuantMode.INT8_PER_TOKEN_HEAD:
-        y = torch.round(y) if rounding == "nearest" else torch.trunc(y)
+        y = y.round_() if rounding == "nearest" else y.trunc_()
     codes = y.to(sch.storage_dtype)
     return codes, scales
 
@@ -117,4 +118,5 @@ def dequantize_per_token_head(
             f"scales must have the shape of codes without its last dimension, "
             f"{tuple(codes.shape[:-1])}, got {tuple(scales.shape)}"
         )
-    return codes.to(dtype) * scales.to(dtype).unsqueeze(-1)
+    # one new tensor, scaled in place (the same products as ``codes.to(dtype) * scales``)
+    return code_values(codes, dtype).mul_(scales.to(dtype).unsqueeze(-1))

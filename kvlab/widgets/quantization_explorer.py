@@ -33,6 +33,7 @@ from kvlab.plots import (
     error_histogram_figure,
     scale_bytes_figure,
 )
+from kvlab.validation import require_finite
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
 
 #: The schemes compared (one name per distinct format; ``fp8`` is ``fp8_e4m3``, ``auto`` is bf16).
@@ -54,6 +55,32 @@ def _sample(source: str, layer: int, num_tokens: int, head_size: int, outlier: f
                      num_q_heads=SYNTHETIC_Q_HEADS, outlier_strength=outlier, layer=layer, seed=seed)
 
 
+#: Float64 copies of a sample's K and V by (sample key, ``"k"``/``"v"``) → (tensor, copy): one per
+#: tensor, shared by the five schemes' round trips and the reference attention; a copy is reused
+#: only for the very tensor it was made from.
+_float64_copies: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+_MAX_FLOAT64_COPIES = 16
+
+
+def _as_float64(sample_key: tuple, role: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x, x as float64)`` for the sample's keys (``role="k"``) or values, checked finite once."""
+    sample = _sample(*sample_key)
+    x = sample.keys if role == "k" else sample.values
+    hit = _float64_copies.get((sample_key, role))
+    if hit is not None and hit[0] is x:
+        return hit
+    require_finite(x, "keys" if role == "k" else "values")
+    if len(_float64_copies) >= _MAX_FLOAT64_COPIES:
+        _float64_copies.pop(next(iter(_float64_copies)))  # the oldest
+    _float64_copies[(sample_key, role)] = (x, x.to(torch.float64))
+    return _float64_copies[(sample_key, role)]
+
+
+def _trip(sample_key: tuple, role: str, scheme: str, rounding: str) -> RoundTrip:
+    x, x64 = _as_float64(sample_key, role)
+    return round_trip(x, scheme, rounding=rounding, role=role, original=x64, check_finite=False)
+
+
 #: Round trips of V by (sample key without the outlier strength, scheme, rounding) → (values, trip).
 #: Synthetic values do not depend on the outlier strength (it only offsets keys and queries), so a
 #: new strength reuses them; the stored values are compared with the sample's before reuse.
@@ -68,7 +95,7 @@ def _value_round_trip(sample_key: tuple, scheme: str, rounding: str) -> RoundTri
     hit = _value_trips.get(key)
     if hit is not None and hit[0].shape == values.shape and torch.equal(hit[0], values):
         return hit[1]
-    trip = round_trip(values, scheme, rounding=rounding, role="v")
+    trip = _trip(sample_key, "v", scheme, rounding)
     if len(_value_trips) >= _MAX_VALUE_TRIPS:
         _value_trips.pop(next(iter(_value_trips)))  # the oldest
     _value_trips[key] = (values, trip)
@@ -77,16 +104,14 @@ def _value_round_trip(sample_key: tuple, scheme: str, rounding: str) -> RoundTri
 
 @lru_cache(maxsize=64)
 def _round_trips(sample_key: tuple, scheme: str, rounding: str):
-    s = _sample(*sample_key)
-    keys = round_trip(s.keys, scheme, rounding=rounding, role="k")
-    return keys, _value_round_trip(sample_key, scheme, rounding)
+    return _trip(sample_key, "k", scheme, rounding), _value_round_trip(sample_key, scheme, rounding)
 
 
 @lru_cache(maxsize=8)
 def _truth(sample_key: tuple, contexts: tuple[int, ...]):
     s = _sample(*sample_key)
-    return context_outputs(s.queries, s.keys.double(), s.values.double(), contexts,
-                           num_queries=QUERIES_PER_CONTEXT)
+    return context_outputs(s.queries, _as_float64(sample_key, "k")[1], _as_float64(sample_key, "v")[1],
+                           contexts, num_queries=QUERIES_PER_CONTEXT)
 
 
 @lru_cache(maxsize=64)
