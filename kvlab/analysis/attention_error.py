@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from kvlab.analysis.round_trip import RoundTrip
-from kvlab.cache.batch import AttentionBatch
-from kvlab.reference import reference_attention, relative_error
+from kvlab.reference import prefix_attention, relative_error
 
 
 @dataclass(frozen=True)
@@ -55,14 +54,11 @@ def context_outputs(
     Returns one ``[num_queries, num_q_heads, head_size]`` tensor per context.
     """
     n = keys.shape[0]
-    out = []
     for c in contexts:
         if not num_queries <= c <= n:
             raise ValueError(f"context {c} must be within [{num_queries}, {n}] tokens")
-        batch = AttentionBatch.from_lengths([num_queries], [c], [[0]])
-        out.append(reference_attention(queries[c - num_queries : c], [keys[:c]], [values[:c]], batch,
-                                       sliding_window=sliding_window))
-    return out
+    return prefix_attention(queries, keys, values, contexts, num_queries=num_queries,
+                            sliding_window=sliding_window)
 
 
 def attention_error_vs_context(

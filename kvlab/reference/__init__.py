@@ -4,6 +4,7 @@ from kvlab.reference.attention import (
     check_attention_options,
     check_paged_inputs,
     paged_attention_reference,
+    prefix_attention,
     reference_attention,
 )
 from kvlab.reference.metrics import relative_error
@@ -14,6 +15,7 @@ __all__ = [
     "check_paged_inputs",
     "paged_attention_reference",
     "paged_attention_torch",
+    "prefix_attention",
     "reference_attention",
     "relative_error",
 ]

@@ -166,6 +166,61 @@ def reference_attention(
     return out
 
 
+def prefix_attention(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    context_lens: Sequence[int],
+    *,
+    num_queries: int,
+    scale: float | None = None,
+    sliding_window: int | None = None,
+    softcap: float | None = None,
+) -> list[torch.Tensor]:
+    """Float64 attention at the end of several prefixes of one sequence.
+
+    For each context length ``c``, the tokens ``c − num_queries … c − 1`` attend causally to the keys
+    ``0 … c − 1``: what :func:`reference_attention` computes for a batch of one sequence with
+    ``seq_len = c`` and ``num_queries`` new tokens, with the checks and conversions done once for all
+    the prefixes instead of once each (the math is the same function, so the outputs are equal).
+
+    Args:
+        query: ``[tokens, num_q_heads, head_size]`` queries of the whole sequence.
+        keys: ``[tokens, num_kv_heads, head_size]``; values ``[tokens, num_kv_heads, head_size_v]``.
+        context_lens: context lengths in tokens, each within ``[num_queries, tokens]``.
+        num_queries: query tokens at the end of each context (1 = a decode step).
+        scale, sliding_window, softcap: as :func:`reference_attention`.
+
+    Returns:
+        One ``[num_queries, num_q_heads, head_size_v]`` float64 tensor per context length.
+    """
+    require_rank(query, 3, "query", "[tokens, num_q_heads, head_size]")
+    require_float(query, "query")
+    require_rank(keys, 3, "keys", "[tokens, num_kv_heads, head_size]")
+    require_rank(values, 3, "values", "[tokens, num_kv_heads, head_size_v]")
+    n, num_kv_heads, head_size = keys.shape
+    if head_size != query.shape[2] or values.shape[:2] != keys.shape[:2] or query.shape[0] < n:
+        raise ValueError(
+            f"keys must be [tokens, num_kv_heads, {query.shape[2]}], values hold as many tokens and heads, "
+            f"and query at least as many tokens; got query {tuple(query.shape)}, keys {tuple(keys.shape)}, "
+            f"values {tuple(values.shape)}"
+        )
+    check_attention_options(query.shape[1], num_kv_heads, sliding_window, softcap)
+    check_softmax_scale(scale)
+    if isinstance(num_queries, bool) or not isinstance(num_queries, int) or num_queries < 1:
+        raise ValueError(f"num_queries must be an integer >= 1 (tokens), got {num_queries!r}")
+    for c in context_lens:
+        if not num_queries <= c <= n:
+            raise ValueError(f"context length {c} must be within [{num_queries}, {n}] tokens")
+    scale = head_size**-0.5 if scale is None else scale
+    k, v = keys.to(torch.float64), values.to(torch.float64)
+    return [
+        _attend_one_sequence(query[c - num_queries : c].to(torch.float64), k[:c], v[:c], c - num_queries,
+                             scale, sliding_window, softcap)
+        for c in context_lens
+    ]
+
+
 def paged_attention_reference(
     query: torch.Tensor,
     cache: PagedKVCache,
