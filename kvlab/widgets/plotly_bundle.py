@@ -3,15 +3,23 @@
 plotly's ``FigureWidget`` is an anywidget whose front-end module (``_esm``, plotly.js and its widget
 code, about 5 MB of JavaScript) travels in every figure's state. The browser turns each copy into
 its own module and compiles it again, so an explorer with four figures sends 20 MB and compiles
-plotly.js four times. anywidget gives each model 2 s to load and initialize its module; on a busy
-2-core machine the compilations queue up, the later figures miss the deadline and the console
-shows ``[anywidget] Failed to initialize model.`` (an unhandled rejection).
+plotly.js four times.
 
-Here the bundle travels once per kernel, in :class:`PlotlyBundle` (a hidden model whose
-``initialize`` starts loading it and returns at once, so its own deadline is never at stake), and
-every :class:`SharedBundleFigureWidget` carries a 1 kB module that waits for the shared one
+Here the bundle travels once per kernel, in :class:`PlotlyBundle` (a hidden model), and every
+:class:`SharedBundleFigureWidget` carries a 1 kB module that waits for the shared one
 (``globalThis.__kvlabPlotlyWidget``) before it initializes and renders the figure. The Python side is
 plotly's ``FigureWidget`` unchanged.
+
+**When the bundle is evaluated.** anywidget gives each model 2 s, from the moment the page creates it,
+to load its module and return from ``initialize``; otherwise the console shows ``[anywidget] Failed
+to initialize model.`` and the figure never appears. Evaluating plotly's bundle holds the page's only
+thread for 1.3 s on a quick machine and 7 s with the CPU slowed 4× (a busy classroom laptop), so any
+model created but not yet initialized when it starts misses its deadline. The page therefore starts
+it only when (1) a figure asks to be drawn, which the kernel sends after the figures of a cell exist,
+and (2) every figure the kernel has opened has initialized: the kernel counts its figures in
+``PlotlyBundle.figures_opened`` *before* opening each one, so the page never sees a figure it was not
+told about. A figure that never initializes (closed at once, or its construction failed) holds the
+bundle back for at most ``SETTLE_FALLBACK_MS`` after the last sign of progress.
 """
 
 from __future__ import annotations
@@ -29,39 +37,80 @@ from kvlab.widgets.one_redraw import ONE_REDRAW_JS
 #: plotly's front-end bundle for ``FigureWidget``.
 BUNDLE_PATH = Path(plotly.__file__).parent / "package_data" / "widgetbundle.js"
 
-#: Shared by both modules: the page-wide promise of plotly's widget (created by whichever runs first).
+#: Longest the page waits, after its last figure initialized or was announced, for a figure the
+#: kernel announced but the page never initialized (ms).
+SETTLE_FALLBACK_MS = 3000
+
+#: Shared by both modules: the page-wide state of plotly's widget (created by whichever runs first)
+#: and the rule for when its bundle may be evaluated (the module docstring says why).
 _SLOT_JS = """
 function kvlabPlotlySlot() {
   const g = globalThis;
   if (!g.__kvlabPlotlyWidget) {
     let resolve, reject;
     const promise = new Promise((res, rej) => { resolve = res; reject = rej; });
-    g.__kvlabPlotlyWidget = { promise, resolve, reject, loading: false };
+    g.__kvlabPlotlyWidget = {
+      promise, resolve, reject,
+      state: "waiting",         // then "loading", "loaded" or "failed"
+      announced: new Map(),     // bundle model (one per kernel) -> figures its kernel opened
+      initialized: 0,           // figures on this page whose initialize has run
+      wanted: false,            // a figure asked to be drawn
+      load: null,               // set by the bundle model's module: evaluates the bundle
+      timer: null,
+    };
   }
   return g.__kvlabPlotlyWidget;
 }
-"""
 
-#: Module of the bundle model: import plotly's code once per page, make its view draw each update
-#: once (:mod:`kvlab.widgets.one_redraw`) and publish its widget.
+// Called on every sign of progress (a figure announced, initialized or drawn). Never evaluates at
+// once: the caller's own initialize must finish first, so the decision runs in a later task.
+function kvlabPlotlyMaybeLoad(slot) {
+  if (slot.state !== "waiting" || !slot.wanted || !slot.load) return;
+  let announced = 0;
+  for (const n of slot.announced.values()) announced += n;
+  const settled = slot.initialized >= announced;
+  clearTimeout(slot.timer);
+  slot.timer = setTimeout(() => {
+    if (slot.state !== "waiting") return;
+    let now = 0;
+    for (const n of slot.announced.values()) now += n;
+    if (settled && slot.initialized < now) return kvlabPlotlyMaybeLoad(slot);  // a figure came meanwhile
+    slot.load();
+  }, settled ? 0 : SETTLE_FALLBACK_MS);
+}
+""".replace("SETTLE_FALLBACK_MS", str(SETTLE_FALLBACK_MS))
+
+#: Module of the bundle model: remember how many figures its kernel opened, and how to import
+#: plotly's code (once per page), make its view draw each update once (:mod:`kvlab.widgets.one_redraw`)
+#: and publish its widget.
 LOADER_ESM = _SLOT_JS + ONE_REDRAW_JS + """
 export default {
   initialize({ model }) {
     const slot = kvlabPlotlySlot();
-    if (slot.loading) return;
-    slot.loading = true;
-    const url = URL.createObjectURL(new Blob([model.get("bundle")], { type: "text/javascript" }));
-    import(/* webpackIgnore: true */ url)
-      .then((mod) => {
-        kvlabOneRedraw(mod.FigureView, globalThis.Plotly);  // plotly's bundle sets window.Plotly
-        slot.resolve(mod.default);
-      })
-      .catch((err) => {
-        slot.loading = false;
-        slot.reject(err);
-        console.error("kvlab: plotly failed to load", err);
-      })
-      .finally(() => URL.revokeObjectURL(url));
+    const count = () => {
+      slot.announced.set(model, model.get("figures_opened"));
+      kvlabPlotlyMaybeLoad(slot);
+    };
+    model.on("change:figures_opened", count);
+    if (!slot.load) {
+      slot.load = () => {
+        slot.state = "loading";
+        const url = URL.createObjectURL(new Blob([model.get("bundle")], { type: "text/javascript" }));
+        import(/* webpackIgnore: true */ url)
+          .then((mod) => {
+            kvlabOneRedraw(mod.FigureView, globalThis.Plotly);  // plotly's bundle sets window.Plotly
+            slot.state = "loaded";
+            slot.resolve(mod.default);
+          })
+          .catch((err) => {
+            slot.state = "failed";
+            slot.reject(err);
+            console.error("kvlab: plotly failed to load", err);
+          })
+          .finally(() => URL.revokeObjectURL(url));
+      };
+    }
+    count();
   },
 };
 """
@@ -82,6 +131,7 @@ export default () => {
     initialize(ctx) {
       // return at once (anywidget's 2 s deadline); plotly's initialize runs when its code is loaded
       const model = ctx.model;
+      const slot = kvlabPlotlySlot();
       const pending = [];
       const record = {};
       for (const name of COMMANDS) {
@@ -91,7 +141,7 @@ export default () => {
         };
         model.on(`change:${name}`, record[name]);
       }
-      ready = kvlabPlotlySlot().promise.then(async (factory) => {
+      ready = slot.promise.then(async (factory) => {
         const widget = typeof factory === "function" ? await factory() : factory;
         if (widget.initialize) await widget.initialize(ctx);
         for (const name of COMMANDS) model.off(`change:${name}`, record[name]);
@@ -101,8 +151,13 @@ export default () => {
         }
         return widget;
       });
+      slot.initialized += 1;
+      kvlabPlotlyMaybeLoad(slot);
     },
     async render(ctx) {
+      const slot = kvlabPlotlySlot();
+      slot.wanted = true;
+      kvlabPlotlyMaybeLoad(slot);
       const widget = await ready;
       return widget.render(ctx);
     },
@@ -116,6 +171,8 @@ class PlotlyBundle(anywidget.AnyWidget):
 
     _esm = LOADER_ESM
     bundle = traitlets.Unicode("").tag(sync=True)
+    #: Figures this kernel has opened (each counted before its model is sent to the page).
+    figures_opened = traitlets.Int(0).tag(sync=True)
 
 
 class SharedBundleFigureWidget(go.FigureWidget):
@@ -127,7 +184,8 @@ class SharedBundleFigureWidget(go.FigureWidget):
     _esm = FIGURE_ESM
 
     def __init__(self, *args, **kwargs) -> None:
-        shared_bundle()
+        bundle = shared_bundle()
+        bundle.figures_opened += 1  # before this figure's model is sent (the module docstring says why)
         super().__init__(*args, **kwargs)
 
 

@@ -3,16 +3,25 @@
 With plotly's own ``FigureWidget`` every figure's state carried the whole bundle, and the browser
 compiled it once per figure; on a busy machine the later figures missed anywidget's 2 s deadline
 ("[anywidget] Failed to initialize model." in the console). The browser side is checked by
-``tests/browser/test_every_notebook.py``; here, what the kernel sends.
+``tests/browser/test_every_notebook.py`` and ``tests/browser/test_plotly_bundle_order.py``; here,
+what the kernel sends.
 """
 
 from __future__ import annotations
 
+import comm
+import comm.base_comm
 import plotly.graph_objects as go
 
 from kvlab.widgets import build_kernel_explorer
 from kvlab.widgets.explorer import empty_figure_widget
-from kvlab.widgets.plotly_bundle import BUNDLE_PATH, FIGURE_ESM, PlotlyBundle, shared_bundle
+from kvlab.widgets.plotly_bundle import (
+    BUNDLE_PATH,
+    FIGURE_ESM,
+    PlotlyBundle,
+    SharedBundleFigureWidget,
+    shared_bundle,
+)
 
 
 def test_plotly_own_figure_widget_carries_the_whole_bundle():
@@ -32,8 +41,28 @@ def test_every_explorer_figure_sends_a_small_module_and_one_bundle_per_kernel():
     assert shared_bundle() is bundle and empty_figure_widget() is not None and shared_bundle() is bundle
 
 
-def test_the_figure_module_waits_for_the_shared_bundle_without_blocking_initialize():
-    # initialize must return at once (anywidget rejects a model whose initialize takes over 2 s)
-    init = FIGURE_ESM[FIGURE_ESM.index("initialize(ctx)"):FIGURE_ESM.index("async render")]
-    assert "await kvlabPlotlySlot" not in init and "ready = kvlabPlotlySlot().promise.then" in init
-    assert "const widget = await ready" in FIGURE_ESM
+def test_the_kernel_counts_each_figure_before_the_page_receives_it(monkeypatch):
+    # the page evaluates plotly's bundle only once every counted figure has initialized; a figure
+    # sent before its count could be caught loading while the bundle holds the page's thread
+    sent: list[tuple[str, str, object]] = []
+
+    class RecordingComm(comm.base_comm.BaseComm):
+        def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+            sent.append((msg_type, self.comm_id, (data or {}).get("state", {}).get("figures_opened")))
+
+    monkeypatch.setattr(comm, "create_comm", RecordingComm)
+    shared_bundle.cache_clear()
+    try:
+        first, second = SharedBundleFigureWidget(), SharedBundleFigureWidget()
+        bundle = shared_bundle()
+        figures = {first.comm.comm_id: "figure 1", second.comm.comm_id: "figure 2"}
+        order = []
+        for kind, comm_id, count in sent:
+            if kind == "comm_msg" and comm_id == bundle.comm.comm_id:
+                order.append(("count", count))
+            elif kind == "comm_open" and comm_id in figures:
+                order.append(figures[comm_id])
+        assert order == [("count", 1), "figure 1", ("count", 2), "figure 2"]
+    finally:
+        shared_bundle().close()
+        shared_bundle.cache_clear()
