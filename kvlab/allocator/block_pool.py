@@ -78,34 +78,26 @@ class BlockPool:
         num_full: int,
         group_id: int,
     ) -> None:
-        """Give ``blocks[num_cached:num_full]`` their hash and make them findable (nulls skipped)."""
-        for i in range(num_cached, num_full):
-            block = blocks[i]
+        """Give ``blocks[num_cached:num_full]`` their hash and make them findable (nulls skipped).
+
+        A prefill chunk caches about a hundred blocks per group in one call, so the loop walks the two
+        slices together and finds or inserts each key with one ``setdefault``.
+        """
+        cached = self.cached
+        for block, block_hash in zip(
+            blocks[num_cached:num_full], block_hashes[num_cached:num_full], strict=True
+        ):
             if block.is_null or block.block_hash is not None:
                 continue
-            key = (block_hashes[i], group_id)
+            key = (block_hash, group_id)
             block.block_hash = key
-            entry = self.cached.get(key)
-            if entry is None:
-                self.cached[key] = block
-            elif isinstance(entry, KVCacheBlock):
-                self.cached[key] = {entry.block_id: entry, block.block_id: block}
+            entry = cached.setdefault(key, block)
+            if entry is block:
+                continue
+            if isinstance(entry, KVCacheBlock):  # a second block with this key (same prefix, computed twice)
+                cached[key] = {entry.block_id: entry, block.block_id: block}
             else:
                 entry[block.block_id] = block
-
-    def _evict(self, block: KVCacheBlock) -> None:
-        """Drop ``block``'s hash (lazy eviction when a cached free block is reused)."""
-        key = block.block_hash
-        entry = self.cached.get(key)
-        if isinstance(entry, dict):
-            entry.pop(block.block_id, None)
-            if len(entry) == 1:
-                self.cached[key] = next(iter(entry.values()))
-            elif not entry:
-                del self.cached[key]
-        elif entry is block:
-            del self.cached[key]
-        block.block_hash = None
 
     def reset_prefix_cache(self) -> bool:
         """Forget every hash; refused (False) unless every usable block is free."""
@@ -120,16 +112,32 @@ class BlockPool:
     def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
         """Pop ``n`` blocks from the head of the free queue, evicting their old hashes; ref count 1.
 
+        Eviction is lazy: a cached free block keeps its hash until it is reused here. A prefill chunk
+        takes about a hundred blocks per group, most of them cached, so the hashes are dropped in this
+        one loop rather than by a method call per block.
+
         Raises:
             ValueError: ``n`` is more than the free blocks.
         """
         if n > self.get_num_free_blocks():
             raise ValueError(f"cannot get {n} blocks: only {self.get_num_free_blocks()} are free")
         blocks = self.free_queue.popleft_n(n)
+        cached = self.cached
         for block in blocks:
-            if block.block_hash is not None:
-                self._evict(block)
             block.ref_cnt = 1
+            key = block.block_hash
+            if key is None:
+                continue
+            block.block_hash = None
+            entry = cached.get(key)
+            if entry is block:
+                del cached[key]
+            elif isinstance(entry, dict):  # one of several blocks cached under this key
+                entry.pop(block.block_id, None)
+                if len(entry) == 1:
+                    cached[key] = next(iter(entry.values()))
+                elif not entry:
+                    del cached[key]
         return blocks
 
     def touch(self, blocks: Iterable[KVCacheBlock]) -> int:
