@@ -17,7 +17,6 @@ import ipywidgets as widgets
 import torch
 
 from kvlab.analysis import (
-    LogHistogram,
     RoundTrip,
     attention_error_vs_context,
     context_outputs,
@@ -106,22 +105,6 @@ def _value_round_trip(sample_key: tuple, scheme: str, rounding: str) -> RoundTri
 @lru_cache(maxsize=64)
 def _round_trips(sample_key: tuple, scheme: str, rounding: str):
     return _trip(sample_key, "k", scheme, rounding), _value_round_trip(sample_key, scheme, rounding)
-
-
-#: Log histograms of round trips' errors by ``id(trip)`` → (trip, histogram). A new outlier strength
-#: reuses the value trips, and with them their histograms; an entry is used only for its own trip.
-_histograms: dict[int, tuple[RoundTrip, LogHistogram]] = {}
-_MAX_HISTOGRAMS = 16
-
-
-def _error_histogram(trip: RoundTrip) -> LogHistogram:
-    hit = _histograms.get(id(trip))
-    if hit is not None and hit[0] is trip:
-        return hit[1]
-    if len(_histograms) >= _MAX_HISTOGRAMS:
-        _histograms.pop(next(iter(_histograms)))  # the oldest
-    _histograms[id(trip)] = (trip, log_error_histogram(trip.abs_error))
-    return _histograms[id(trip)][1]
 
 
 @lru_cache(maxsize=8)
@@ -224,7 +207,7 @@ def build_quantization_explorer(
             )
         if explorer.changed("histogram", (key, sch, used)):
             figs["histogram"] = error_histogram_figure(
-                _error_histogram(k_rt), _error_histogram(v_rt),
+                log_error_histogram(k_rt.abs_error), log_error_histogram(v_rt.abs_error),
                 title=f"{what}: error distribution, all {sample.num_kv_heads} heads",
             )
         contexts = tuple(default_contexts(sample.num_tokens))

@@ -72,22 +72,3 @@ def test_histogram_of_signed_errors_zeros_and_nan_by_hand():
     # bins over log10 in [-2, 1]: [-2, -1), [-1, 0), [0, 1]
     assert h.counts == [1, 2, 2]
     np.testing.assert_allclose(h.edges, [0.01, 0.1, 1.0, 10.0], rtol=1e-12)
-
-
-def test_a_reused_value_trip_reuses_its_histogram(seed):
-    weak, strong = ("synthetic", 0, 64, 32, 4.0, seed), ("synthetic", 0, 64, 32, 24.0, seed)
-    k_weak, v_weak = qe._round_trips(weak, "fp8_e5m2", "nearest")
-    k_strong, v_strong = qe._round_trips(strong, "fp8_e5m2", "nearest")
-    assert v_strong is v_weak
-    first = qe._error_histogram(v_weak)
-    assert qe._error_histogram(v_strong) is first
-    # each histogram is the one of its own trip's errors, counted here
-    for trip in (k_weak, k_strong, v_weak):
-        errors = (trip.restored - trip.original).abs().flatten()
-        hist = qe._error_histogram(trip)
-        assert hist.total == errors.numel() and hist.num_exact == int((errors == 0).sum())
-        nonzero = errors[errors > 0]
-        assert hist.edges[0] == pytest.approx(float(nonzero.min()), rel=1e-12)
-        assert hist.edges[-1] == pytest.approx(float(nonzero.max()), rel=1e-12)
-        assert sum(hist.counts) == nonzero.numel()
-    assert qe._error_histogram(k_weak) is not qe._error_histogram(k_strong)

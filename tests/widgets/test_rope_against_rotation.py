@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kvlab.kvdata.synthetic import rope_rotate, rope_rotate_
+from kvlab.kvdata.synthetic import rope_rotate
 
 TOLERANCES = [(torch.float64, 1e-12), (torch.float32, 2e-6), (torch.bfloat16, 2e-2)]
 
@@ -25,19 +25,3 @@ def test_rope_is_the_pairwise_rotation(dtype, tol, gen):
         want[..., i] = xd[..., i] * c - xd[..., i + d // 2] * s
         want[..., i + d // 2] = xd[..., i] * s + xd[..., i + d // 2] * c
     torch.testing.assert_close(y.double(), want, rtol=tol, atol=tol * 10)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_rotation_in_place_gives_the_same_tensor_values(dtype, gen):
-    x = torch.randn(21, 2, 10, generator=gen, dtype=dtype) * 5
-    pos = torch.arange(100, 121)
-    want = rope_rotate(x, pos, 10_000.0)
-    y = x.clone()
-    out = rope_rotate_(y, pos, 10_000.0)
-    assert out is y and torch.equal(y, want)
-
-
-def test_rotation_in_place_refuses_half_precision(gen):
-    x = torch.randn(4, 1, 8, generator=gen).to(torch.bfloat16)
-    with pytest.raises(ValueError, match="rotates float32 or float64 in place, got torch.bfloat16"):
-        rope_rotate_(x, torch.arange(4), 10_000.0)
