@@ -17,7 +17,6 @@ import ipywidgets as widgets
 import torch
 
 from kvlab.analysis import (
-    LogHistogram,
     RoundTrip,
     attention_error_vs_context,
     context_outputs,
@@ -70,24 +69,11 @@ def _as_float64(sample_key: tuple, role: str) -> tuple[torch.Tensor, torch.Tenso
     hit = _float64_copies.get((sample_key, role))
     if hit is not None and hit[0] is x:
         return hit
-    x64 = _stored_values_float64(sample_key, x) if role == "v" else None
-    if x64 is not None:
-        _float64_copies[(sample_key, role)] = (x, x64)
-        return x, x64
     require_finite(x, "keys" if role == "k" else "values")
     if len(_float64_copies) >= _MAX_FLOAT64_COPIES:
         _float64_copies.pop(next(iter(_float64_copies)))  # the oldest
     _float64_copies[(sample_key, role)] = (x, x.to(torch.float64))
     return _float64_copies[(sample_key, role)]
-
-
-def _stored_values_float64(sample_key: tuple, values: torch.Tensor) -> torch.Tensor | None:
-    """The float64 copy held by a stored value trip of equal values (a new outlier strength), or None."""
-    source, layer, num_tokens, head_size, _outlier, seed = sample_key
-    for (key, _scheme, _rounding), (stored, trip) in _value_trips.items():
-        if key == (source, layer, num_tokens, head_size, seed) and torch.equal(stored, values):
-            return trip.original
-    return None
 
 
 def _trip(sample_key: tuple, role: str, scheme: str, rounding: str) -> RoundTrip:
@@ -116,40 +102,9 @@ def _value_round_trip(sample_key: tuple, scheme: str, rounding: str) -> RoundTri
     return trip
 
 
-#: Round trips of K and V by (sample key, scheme, rounding), for the schemes shown (see
-#: :func:`_round_trips`).
-_trips: dict[tuple, tuple[RoundTrip, RoundTrip]] = {}
-_MAX_TRIPS = 64
-
-
-def _round_trips(sample_key: tuple, scheme: str, rounding: str, *, keep: bool = True):
-    """``(K trip, V trip)``. With ``keep=False`` (a scheme only drawn in the attention curve) a K trip
-    not stored already is made and dropped after use, so its memory serves the next scheme's trip."""
-    hit = _trips.get((sample_key, scheme, rounding))
-    if hit is not None:
-        return hit
-    trips = _trip(sample_key, "k", scheme, rounding), _value_round_trip(sample_key, scheme, rounding)
-    if keep:
-        if len(_trips) >= _MAX_TRIPS:
-            _trips.pop(next(iter(_trips)))  # the oldest
-        _trips[(sample_key, scheme, rounding)] = trips
-    return trips
-
-
-#: Log histograms of round trips' errors by ``id(trip)`` → (trip, histogram). A new outlier strength
-#: reuses the value trips, and with them their histograms; an entry is used only for its own trip.
-_histograms: dict[int, tuple[RoundTrip, LogHistogram]] = {}
-_MAX_HISTOGRAMS = 16
-
-
-def _error_histogram(trip: RoundTrip) -> LogHistogram:
-    hit = _histograms.get(id(trip))
-    if hit is not None and hit[0] is trip:
-        return hit[1]
-    if len(_histograms) >= _MAX_HISTOGRAMS:
-        _histograms.pop(next(iter(_histograms)))  # the oldest
-    _histograms[id(trip)] = (trip, log_error_histogram(trip.abs_error))
-    return _histograms[id(trip)][1]
+@lru_cache(maxsize=64)
+def _round_trips(sample_key: tuple, scheme: str, rounding: str):
+    return _trip(sample_key, "k", scheme, rounding), _value_round_trip(sample_key, scheme, rounding)
 
 
 @lru_cache(maxsize=8)
@@ -162,7 +117,7 @@ def _truth(sample_key: tuple, contexts: tuple[int, ...]):
 @lru_cache(maxsize=64)
 def _attention_errors(sample_key: tuple, scheme: str, rounding: str, contexts: tuple[int, ...]):
     s = _sample(*sample_key)
-    k, v = _round_trips(sample_key, scheme, rounding, keep=False)
+    k, v = _round_trips(sample_key, scheme, rounding)
     return attention_error_vs_context(s.queries, k, v, contexts, num_queries=QUERIES_PER_CONTEXT,
                                       truth=_truth(sample_key, contexts))
 
@@ -252,7 +207,7 @@ def build_quantization_explorer(
             )
         if explorer.changed("histogram", (key, sch, used)):
             figs["histogram"] = error_histogram_figure(
-                _error_histogram(k_rt), _error_histogram(v_rt),
+                log_error_histogram(k_rt.abs_error), log_error_histogram(v_rt.abs_error),
                 title=f"{what}: error distribution, all {sample.num_kv_heads} heads",
             )
         contexts = tuple(default_contexts(sample.num_tokens))
