@@ -66,15 +66,12 @@ function kvlabPlotlySlot() {
 // once: the caller's own initialize must finish first, so the decision runs in a later task.
 function kvlabPlotlyMaybeLoad(slot) {
   if (slot.state !== "waiting" || !slot.wanted || !slot.load) return;
-  let announced = 0;
-  for (const n of slot.announced.values()) announced += n;
-  const settled = slot.initialized >= announced;
+  const pending = () => [...slot.announced.values()].reduce((a, b) => a + b, 0) > slot.initialized;
+  const settled = !pending();
   clearTimeout(slot.timer);
   slot.timer = setTimeout(() => {
     if (slot.state !== "waiting") return;
-    let now = 0;
-    for (const n of slot.announced.values()) now += n;
-    if (settled && slot.initialized < now) return kvlabPlotlyMaybeLoad(slot);  // a figure came meanwhile
+    if (settled && pending()) return kvlabPlotlyMaybeLoad(slot);  // a figure came meanwhile
     slot.load();
   }, settled ? 0 : SETTLE_FALLBACK_MS);
 }
