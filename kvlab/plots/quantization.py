@@ -33,12 +33,12 @@ def grid_columns(values: np.ndarray, first_row: int = 0) -> tuple[np.ndarray, np
 
 
 def compact_floats(values: np.ndarray) -> np.ndarray:
-    """``values`` as float32 when that holds every one of them exactly, else as float64.
+    """``values`` (same shape) as float32 when that holds every one of them exactly, else as float64.
 
     A figure's arrays travel to the browser in their own dtype: values that came from a float32
     tensor show the same digits at half the bytes.
     """
-    values = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    values = np.ascontiguousarray(values, dtype=np.float64)
     single = values.astype(np.float32)
     return single if np.array_equal(single, values, equal_nan=True) else values
 
@@ -70,10 +70,10 @@ def error_heatmaps_figure(
 
     Colour is ``log10 |error|`` (exact zeros drawn at the bottom of the scale) so that both an
     integer grid's uniform error and a floating-point format's magnitude-proportional error are
-    visible. Each trace holds flat columns (see :func:`grid_columns`): ``x`` = channel, ``y`` = token,
-    ``z`` = log10 of the error
-    (float32: it only picks the colour), ``customdata`` = the error, ``text`` = the original value
-    (float32 when that is exact).
+    visible. Each trace holds ``[tokens, channels]`` grids (row ``i`` is token ``first_token + i``,
+    column ``j`` channel ``j``): ``z`` = log10 of the error (float32: it only picks the colour),
+    ``customdata`` = the error, ``text`` = the original value (float32 when that is exact). A live
+    figure sends each grid to the browser as one binary buffer (:mod:`kvlab.widgets.grid_transport`).
 
     Args:
         k_error, v_error: ``[tokens, channels]`` absolute errors (value units).
@@ -88,9 +88,9 @@ def error_heatmaps_figure(
     floor = 10.0**bottom
     traces = []
     for i, (err, val, name) in enumerate(((k_error, k_value, "K"), (v_error, v_value, "V"))):
-        x, y, e = grid_columns(err, first_token)
+        e = np.ascontiguousarray(err, dtype=np.float64)
         traces.append(go.Heatmap(
-            x=x, y=y, z=np.log10(np.maximum(e, floor)).astype(np.float32), customdata=e,
+            z=np.log10(np.maximum(e, floor)).astype(np.float32), y0=first_token, customdata=e,
             text=compact_floats(val), name=name, coloraxis="coloraxis",
             xaxis="x" if i == 0 else "x2", yaxis="y" if i == 0 else "y2",
             hovertemplate=(f"{name}<br>token %{{y}}<br>channel %{{x}}<br>|error| %{{customdata:.3g}}"

@@ -31,7 +31,9 @@ import anywidget
 import plotly
 import plotly.graph_objects as go
 import traitlets
+from plotly.serializers import _js_to_py
 
+from kvlab.widgets.grid_transport import GRID_ROWS_JS, grid_to_js
 from kvlab.widgets.one_redraw import ONE_REDRAW_JS
 
 #: plotly's front-end bundle for ``FigureWidget``.
@@ -79,8 +81,8 @@ function kvlabPlotlyMaybeLoad(slot) {
 
 #: Module of the bundle model: remember how many figures its kernel opened, and how to import
 #: plotly's code (once per page), make its view draw each update once (:mod:`kvlab.widgets.one_redraw`)
-#: and publish its widget.
-LOADER_ESM = _SLOT_JS + ONE_REDRAW_JS + """
+#: and its model read 2-D grids as rows (:mod:`kvlab.widgets.grid_transport`), and publish its widget.
+LOADER_ESM = _SLOT_JS + ONE_REDRAW_JS + GRID_ROWS_JS + """
 export default {
   initialize({ model }) {
     const slot = kvlabPlotlySlot();
@@ -96,6 +98,7 @@ export default {
         import(/* webpackIgnore: true */ url)
           .then((mod) => {
             kvlabOneRedraw(mod.FigureView, globalThis.Plotly);  // plotly's bundle sets window.Plotly
+            kvlabGridModel(mod.FigureModel);
             slot.state = "loaded";
             slot.resolve(mod.default);
           })
@@ -172,13 +175,24 @@ class PlotlyBundle(anywidget.AnyWidget):
     figures_opened = traitlets.Int(0).tag(sync=True)
 
 
+#: Serializers of the traits that carry traces (plotly's own, except for 2-D arrays).
+_GRIDS = dict(to_json=grid_to_js, from_json=_js_to_py)
+
+
 class SharedBundleFigureWidget(go.FigureWidget):
-    """plotly's ``FigureWidget`` with a small front-end module that uses the page's shared bundle.
+    """plotly's ``FigureWidget`` with a small front-end module that uses the page's shared bundle,
+    and 2-D numeric arrays sent to the page as binary grids (:mod:`kvlab.widgets.grid_transport`).
 
     Build it like ``go.FigureWidget``; the first one in a process opens the :class:`PlotlyBundle`.
     """
 
     _esm = FIGURE_ESM
+
+    # the figure's data, and the messages that carry traces, send 2-D arrays as binary grids
+    _widget_data = traitlets.List().tag(sync=True, **_GRIDS)
+    _py2js_addTraces = traitlets.Dict(allow_none=True).tag(sync=True, **_GRIDS)
+    _py2js_restyle = traitlets.Dict(allow_none=True).tag(sync=True, **_GRIDS)
+    _py2js_update = traitlets.Dict(allow_none=True).tag(sync=True, **_GRIDS)
 
     def __init__(self, *args, **kwargs) -> None:
         bundle = shared_bundle()

@@ -106,3 +106,25 @@ def test_the_views_own_zoom_and_a_removed_view_are_not_drawn(browser):
       return calls;
     """)
     assert calls == [["layout delta", "c", 9], ["purge", "d"]]
+
+
+def test_the_trace_deltas_compare_plotlys_data_with_the_traces_just_drawn(browser):
+    # plotly's delta code reads the model's data again; the model deserializes on every read, so it
+    # would compare every array of a fresh copy with plotly's element by element
+    checks = _run(browser, """
+      const drawn = [];
+      Plotly.react = (el, data) => { drawn.push(data); return Promise.resolve(el); };
+      const seen = [];
+      View.prototype._sendTraceDeltas = function (id) {
+        seen.push([id, this.model.get("_widget_data") === drawn[drawn.length - 1],
+                   this.model.get("_widget_layout") !== null]);
+      };
+      const v = new View("e", { _widget_data: [{ type: "heatmap", z: [[1, 2], [3, 4]] }],
+                                _widget_layout: { title: "t" } });
+      send(v, "_py2js_addTraces", { trace_data: [], trace_edit_id: 3, layout_edit_id: 2 });
+      await sleep(50);
+      // after the deltas, the model's reads are its own again (a fresh copy each time)
+      seen.push(["after", v.model.get("_widget_data") === drawn[0], typeof v.model.get]);
+      return seen;
+    """)
+    assert checks == [[3, True, True], ["after", False, "function"]]

@@ -51,11 +51,11 @@ def _fp8_per_tensor_restore(x: torch.Tensor) -> torch.Tensor:
 
 
 def _grid(trace, column) -> np.ndarray:
-    """A flat heatmap column (x = channel, y = token) back as a ``[tokens, channels]`` grid."""
-    x, y = np.asarray(trace.x, dtype=int), np.asarray(trace.y, dtype=int)
-    grid = np.full((y.max() + 1, x.max() + 1), np.nan)
-    grid[y, x] = np.asarray(column, dtype=np.float64)
-    assert not np.isnan(grid).any(), "some cells are missing"
+    """A heatmap's ``[tokens, channels]`` grid as plotly reads it: no x/y columns, so row ``i`` is token
+    ``y0 + i`` (the sample's first token, 0) and column ``j`` is channel ``j``."""
+    assert trace.x is None and trace.y is None and trace.y0 == 0 and trace.x0 is None
+    grid = np.asarray(column, dtype=np.float64)
+    assert grid.shape == np.asarray(trace.z).shape and grid.ndim == 2
     return grid
 
 
