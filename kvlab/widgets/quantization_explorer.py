@@ -42,6 +42,9 @@ COMPARED_SCHEMES: tuple[str, ...] = (
 )
 #: Rows of the heatmaps (tokens); longer samples show their first rows.
 HEATMAP_TOKENS = 256
+#: The order in which an update's figures are sent (the attention curve follows, :meth:`Explorer.later`):
+#: the heatmaps' grids (about 1 MB) last, so that the page draws the other figures meanwhile.
+SEND_ORDER: tuple[str, ...] = ("histogram", "bytes", "heatmap")
 #: Query tokens per context in the attention-error curve.
 QUERIES_PER_CONTEXT = 4
 #: KV heads and query heads of the synthetic sample (GQA group of 4).
@@ -239,7 +242,8 @@ def build_quantization_explorer(
             explorer.status.note(" ".join(notes) + " " + summary)
         else:
             explorer.status.ok(summary)
-        return figs
+        # sent in this order: the page draws the small figures while the heatmaps' grids travel
+        return {name: figs[name] for name in SEND_ORDER if name in figs}
 
     explorer = Explorer(c, figures, render, debounce_s=debounce_s)
     controls = widgets.VBox([

@@ -196,3 +196,16 @@ def test_a_failing_update_shows_the_message_and_keeps_the_figures(explorer, monk
     assert explorer.status.level == "error"
     assert "even for RoPE" in explorer.status.message
     np.testing.assert_array_equal(_heat(explorer, 0), before)
+
+
+def test_a_change_sends_the_heatmaps_after_the_other_figures(explorer, monkeypatch):
+    # the page draws the small figures while the heatmaps' grids (about 1 MB) travel
+    import kvlab.widgets.explorer as explorer_module
+
+    names = {id(fig): name for name, fig in explorer.figures.items()}
+    sent: list[str] = []
+    sync = explorer_module.sync_figure
+    monkeypatch.setattr(explorer_module, "sync_figure",
+                        lambda target, source: (sent.append(names[id(target)]), sync(target, source)))
+    explorer.controls["scheme"].value = "fp8_e5m2"
+    assert sent == ["histogram", "bytes", "heatmap", "attention"]
