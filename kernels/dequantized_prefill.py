@@ -16,8 +16,11 @@ converts each block the batch reads once, into the compact scratch cache of
 * int8 / fp8 per-token-head: ``r(c · s)``, the value dequantized with its token's scale, rounded once.
   A per-token scale cannot be factored out of a dot over tokens, so it has to enter the values. This
   is one rounding more than the fused kernel, which multiplies scores and probabilities by the scales
-  instead. vLLM's Triton backend rounds the same way. For N(0, 1) data the rounding is about 2^-9 of
-  a value, against int8's step of about 1/28 of σ.
+  instead (vLLM's Triton backend rounds the same way). In bf16 that rounding (up to 2^-8 of a value)
+  measurably raised int8's attention error, so for bf16 queries the scratch is **fp16**, whose
+  rounding is 8× finer, whenever every value of the cache fits fp16 (:func:`scratch_dtype`); the
+  16-bit kernel then runs its fp16-cache path (query scaled into fp16's range by a power of two,
+  ``p`` rounded to fp16).
 
 Never-written slots are converted too (they lie in the last block of a sequence); the attention kernel
 masks them, as it masks them in the cache itself.
@@ -46,6 +49,25 @@ PREFILL_MIN_QUERY_TOKENS = 128
 
 #: Share of the batch's context tokens that such chunks must read for the copy to pay.
 PREFILL_MIN_CONTEXT_SHARE = 0.8
+
+#: Largest finite fp16 number.
+FP16_MAX = 65504.0
+
+
+def scratch_dtype(query_dtype: torch.dtype, cache: PagedKVCache) -> torch.dtype:
+    """The scratch's dtype (module docstring): fp16 for bf16 queries over a per-token-head cache whose
+    largest value, ``max |code| × largest finite scale`` of K and V, fits fp16; otherwise the query's.
+
+    Read from the cache when the call is prepared (one host synchronisation): a prepared call replayed
+    after writes that raise a scale above ``FP16_MAX / 128`` would overflow, so prepare it again then.
+    """
+    sch = cache.scheme
+    if query_dtype != torch.bfloat16 or not sch.has_token_head_scales:
+        return query_dtype
+    largest_scale = max(float(torch.nan_to_num(s, nan=0.0, posinf=0.0).max()) for s in
+                        (cache.key_scale, cache.value_scale))
+    largest_code = max(sch.qmax, abs(sch.qmin))
+    return torch.float16 if largest_code * largest_scale <= FP16_MAX else query_dtype
 
 
 def dequantize_first_rule(query_lens: list[int], seq_lens: list[int]) -> bool:
@@ -103,12 +125,13 @@ def _convert_blocks_kernel(blocks_ptr, k_ptr, v_ptr, ks_ptr, vs_ptr, k_out_ptr, 
 
 def prepare_dequantized_8bit_prefill(query: torch.Tensor, cache: PagedKVCache, batch: AttentionBatch, *,
                                      scale: float, sliding_window: int | None = None,
-                                     softcap: float | None = None, out: torch.Tensor | None = None
-                                     ) -> DequantizedPrefillCall:
+                                     softcap: float | None = None, out: torch.Tensor | None = None,
+                                     dtype: torch.dtype | None = None) -> DequantizedPrefillCall:
     """Prepare attention over an 8-bit ``cache`` that converts the batch's blocks once (module docstring).
 
     ``scale`` is the softmax scale σ, already resolved; ``query`` and ``out`` are checked by the caller
     (:func:`kvlab.kernels.attention.prepare_paged_attention`). The block tables are read on the host once.
+    ``dtype`` sets the scratch's dtype (``None``: :func:`scratch_dtype`; benchmarks compare the two).
     """
     from kvlab.kernels.attention import prepare_paged_attention  # it dispatches here: import at call time
 
@@ -116,7 +139,8 @@ def prepare_dequantized_8bit_prefill(query: torch.Tensor, cache: PagedKVCache, b
     if not sch.is_quantized or sch.mode.is_low_bit:
         raise ValueError(f"the 8-bit dequantize-first path needs an 8-bit scheme, got {sch.name!r}")
     bs, nkv, d, dv = cache.block_size, cache.num_kv_heads, cache.head_size, cache.head_size_v
-    used, scratch, local = scratch_for(batch, bs, nkv, d, dv, query.dtype, query.device)
+    dtype = scratch_dtype(query.dtype, cache) if dtype is None else dtype
+    used, scratch, local = scratch_for(batch, bs, nkv, d, dv, dtype, query.device)
     per_token_head = sch.has_token_head_scales
     k_scale, v_scale = (1.0, 1.0) if per_token_head else (cache.k_scale, cache.v_scale)
     attention = prepare_paged_attention(query, scratch, local, scale=scale * k_scale,
@@ -128,6 +152,6 @@ def prepare_dequantized_8bit_prefill(query: torch.Tensor, cache: PagedKVCache, b
     consts = dict(NUM_KV_HEADS=nkv, BLOCK_SIZE=bs, D=d, D_PAD=next_pow2(d), DV=dv, DV_PAD=next_pow2(dv),
                   PER_TOKEN_HEAD=per_token_head, IS_FP8=sch.mode != QuantMode.INT8_PER_TOKEN_HEAD,
                   FP8_MANT_BITS=fp8["MANT_BITS"], FP8_SPECIAL_MASK=fp8["SPECIAL_MASK"],
-                  FP8_HAS_INF=fp8["HAS_INF"], OUT_DTYPE=triton_dtype(query.dtype), INTERPRET_=INTERPRET)
+                  FP8_HAS_INF=fp8["HAS_INF"], OUT_DTYPE=triton_dtype(dtype), INTERPRET_=INTERPRET)
     return DequantizedPrefillCall(attention.out, scratch, local, attention,
                                   (_convert_blocks_kernel, (used.numel(), nkv), args, consts))

@@ -16,7 +16,7 @@ import torch
 import kvlab
 from kvlab import build_paged_example, relative_error
 from kvlab.kernels.attention import PagedAttentionCall, prepare_paged_attention
-from kvlab.kernels.dequantized_prefill import dequantize_first_rule
+from kvlab.kernels.dequantized_prefill import dequantize_first_rule, scratch_dtype
 from kvlab.kernels.dequantized_scratch import DequantizedPrefillCall
 from kvlab.kernels.launch_config import AttentionTiling
 from kvlab.reference import reference_attention
@@ -40,7 +40,8 @@ def test_scratch_holds_codes_or_dequantized_values(target, seed, scheme):
     call.scratch.value.fill_(float("nan"))
     call.run()
     per_tensor = not ex.cache.scheme.has_token_head_scales
-    u = torch.finfo(ex.query.dtype).eps / 2  # one rounding to nearest: at most half a unit in the last place
+    assert call.scratch.key.dtype == (torch.bfloat16 if per_tensor else torch.float16)
+    u = torch.finfo(call.scratch.key.dtype).eps / 2  # one rounding to nearest: half a unit in the last place
     for i, n in enumerate(ex.batch.seq_lens.tolist()):
         want = ex.cache.gather(ex.batch.block_table[i], n)  # float64: c·k_scale, or c·s per token-head
         got = kvlab.PagedKVCache.gather(call.scratch, call.batch.block_table[i], n)
@@ -80,6 +81,23 @@ def test_fp16_queries(target, seed):
     ref = kvlab.attention(ex.query, ex.cache, ex.batch)
     tol = kernel_tolerance(torch.float16, "int8_per_token_head") + 2 * UNIT_ROUNDOFF[torch.float16]
     assert relative_error(call.run(), ref) <= tol
+
+
+def test_values_too_large_for_fp16_keep_bf16(target, seed):
+    """One token's V scale raised so that its largest value, 127 × s, passes fp16's 65,504: the scratch
+    falls back to bf16 and the result still matches the reference on that same cache (no overflow)."""
+    ex = _example(target, seed, [20], [50], "int8_per_token_head")
+    assert scratch_dtype(torch.bfloat16, ex.cache) == torch.float16
+    ex.cache.value_scale[ex.batch.block_table[0, 1], 3, 1] = 600.0  # 128 × 600 = 76,800 > 65,504
+    assert scratch_dtype(torch.bfloat16, ex.cache) == torch.bfloat16
+    assert scratch_dtype(torch.float16, ex.cache) == torch.float16  # fp16 queries: their own dtype
+    call = prepare_paged_attention(ex.query, ex.cache, ex.batch, dequantize_first=True)
+    assert call.scratch.value.dtype == torch.bfloat16
+    out = call.run()
+    assert torch.isfinite(out).all()
+    ref = kvlab.attention(ex.query, ex.cache, ex.batch)
+    tol = kernel_tolerance(torch.bfloat16, "int8_per_token_head") + 2 * UNIT_ROUNDOFF[torch.bfloat16]
+    assert relative_error(out, ref) <= tol
 
 
 def test_rule_by_hand():
