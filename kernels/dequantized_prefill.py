@@ -6,7 +6,8 @@ chunk of 2,048 new tokens is served by 32 query blocks per KV head, each reading
 every tile is converted 32 times, and the converted tile takes a second trip through shared memory before
 the tensor cores read it. On an H100 that made 8-bit prefill 1.26-1.69× bf16's time. Here a small kernel
 converts each block the batch reads once, into the compact scratch cache of
-:mod:`kvlab.kernels.dequantized_scratch`, and the plain 16-bit kernel runs over it.
+:mod:`kvlab.kernels.dequantized_scratch`, and the plain 16-bit kernel runs over it: 0.99-1.09× bf16's
+time on the same H100 (``benchmarks/kernel_notes.md``, round 9).
 
 **What is stored in the scratch, per scheme** (``c`` a code, ``r`` rounding to the query dtype):
 
