@@ -56,6 +56,12 @@ class KVCacheCoordinator:
         self.attention_only = all(g.kind in MANAGER_BY_KIND for g in config.groups)
         # full attention only: a running request's tables never shed blocks
         self.all_full_attention = all(g.kind == "full" for g in config.groups)
+        # what ``holds_room_for`` reads of each manager, looked up once (it runs on every decode step):
+        # the tables, the cached-block counts, the block size, and the shed test (None: never sheds)
+        self._room_checks = [
+            (m.req_to_blocks, m.num_cached_block, m.block_size, None if g.kind == "full" else m.sheds_blocks)
+            for m, g in zip(self.managers, config.groups, strict=True)
+        ]
 
     # -- prefix hits --------------------------------------------------------------------------------
     def find_longest_cache_hit(
@@ -115,16 +121,17 @@ class KVCacheCoordinator:
         """
         if not (self.all_full_attention if num_processed_tokens is None else self.attention_only):
             return False
-        for m in self.managers:
-            table = m.req_to_blocks.get(request_id)
-            num_cached = m.num_cached_block.get(request_id)
+        caching = self.enable_caching
+        for tables, cached_counts, block_size, sheds in self._room_checks:
+            table = tables.get(request_id)
+            num_cached = cached_counts.get(request_id)
             if table is None or num_cached is None:
                 return False  # not running yet: the general path adopts hits and allocates
-            if -(-num_tokens // m.block_size) > len(table):
+            if -(-num_tokens // block_size) > len(table):
                 return False
-            if self.enable_caching and num_cacheable_tokens // m.block_size > num_cached:
+            if caching and num_cacheable_tokens // block_size > num_cached:
                 return False
-            if num_processed_tokens is not None and m.sheds_blocks(table, num_processed_tokens):
+            if sheds is not None and num_processed_tokens is not None and sheds(table, num_processed_tokens):
                 return False
         return True
 

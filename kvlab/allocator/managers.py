@@ -124,9 +124,15 @@ class SingleTypeManager:
 
     def sheds_blocks(self, table: Sequence[KVCacheBlock], num_computed_tokens: int) -> bool:
         """True if :meth:`remove_skipped_blocks` would free a block of ``table``: its last skipped
-        entry is not the null block yet (a table holds nulls only as a prefix)."""
-        k = self.num_blocks_to_skip(table, num_computed_tokens)
-        return k > 0 and not table[k - 1].is_null
+        entry is not the null block yet (a table holds nulls only as a prefix).
+
+        The same test as ``k > 0 and not table[k - 1].is_null`` with ``k =``
+        :meth:`num_blocks_to_skip`, written out: it runs for every group on every decode step.
+        """
+        k = self.num_skipped_tokens(num_computed_tokens) // self.block_size
+        if k <= 0:
+            return False
+        return not table[(k if k < len(table) else len(table)) - 1].is_null if table else False
 
     def remove_skipped_blocks(self, request_id: str, num_computed_tokens: int) -> None:
         """Replace blocks no future query needs by the null block and free them (tail-first, §3.4)."""
