@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from kvlab.widgets.one_redraw import ONE_REDRAW_JS, WAIT_FOR_ADD_MS
+from kvlab.widgets.one_redraw import ONE_REDRAW_JS, REPORT_QUIET_MS, WAIT_FOR_ADD_MS
 
 pytestmark = pytest.mark.browser
 
 #: A stand-in of plotly's FigureView (the methods the patch replaces or calls) and of Plotly.react.
-STAND_IN_JS = ONE_REDRAW_JS + """
+STAND_IN_JS = ONE_REDRAW_JS + f"const QUIET = {REPORT_QUIET_MS};" + """
 const calls = [];
 const Plotly = { react: (el, data, layout) => { calls.push(["react", el.id, data, layout]);
                                                  return Promise.resolve(el); } };
@@ -63,7 +63,7 @@ def test_a_replacement_of_traces_and_layout_is_drawn_once(browser):
       v.state._widget_data = [{ type: "bar", y: [3, 4, 5] }];
       send(v, "_py2js_addTraces", { trace_data: [{ type: "bar", y: [3, 4, 5] }], trace_edit_id: 8,
                                     layout_edit_id: 5 });
-      await sleep(50);
+      await sleep(50 + QUIET);
       return { before_add, calls };
     """)
     assert calls["before_add"] == 0  # nothing drawn between the delete and the add
@@ -84,7 +84,7 @@ def test_a_delete_with_no_add_is_drawn_after_the_wait_and_a_layout_change_at_onc
       const after_wait = calls.length;
       send(v, "_py2js_update", {{ style_data: {{}}, layout_data: {{ "title.text": "x" }}, trace_edit_id: 2,
                                  layout_edit_id: 2 }});
-      await sleep(30);
+      await sleep(30 + QUIET);
       return [waiting, after_wait, calls.map((c) => c[0])];
     """)
     waiting, after_wait, kinds = calls
@@ -122,9 +122,34 @@ def test_the_trace_deltas_compare_plotlys_data_with_the_traces_just_drawn(browse
       const v = new View("e", { _widget_data: [{ type: "heatmap", z: [[1, 2], [3, 4]] }],
                                 _widget_layout: { title: "t" } });
       send(v, "_py2js_addTraces", { trace_data: [], trace_edit_id: 3, layout_edit_id: 2 });
-      await sleep(50);
+      await sleep(50 + QUIET);
       // after the deltas, the model's reads are its own again (a fresh copy each time)
       seen.push(["after", v.model.get("_widget_data") === drawn[0], typeof v.model.get]);
       return seen;
     """)
     assert checks == [[3, True, True], ["after", False, "function"]]
+
+
+def test_views_report_their_deltas_in_one_message_once_no_figure_is_left_to_draw(browser):
+    # each report makes the kernel busy, echo and go idle; the page's handling of those replies
+    # delayed the figures still to draw, so every view waits until the page has nothing to draw
+    out = _run(browser, """
+      View.prototype.touch = function () { calls.push(["touch", this.el.id]); };
+      const a = new View("a", { _widget_data: [], _widget_layout: {} });
+      const b = new View("b", { _widget_data: [], _widget_layout: {} });
+      send(a, "_py2js_addTraces", { trace_data: [], trace_edit_id: 1, layout_edit_id: 1 });
+      send(b, "_py2js_deleteTraces", { delete_inds: [0], trace_edit_id: 4, layout_edit_id: 4 });
+      await sleep(QUIET + 50);
+      const while_b_waits = calls.map((c) => c.slice(0, 2));  // a drawn, b waiting for its add
+      send(b, "_py2js_addTraces", { trace_data: [], trace_edit_id: 5, layout_edit_id: 5 });
+      await sleep(QUIET / 2);
+      const before_quiet = calls.length;
+      await sleep(QUIET + 50);
+      return { while_b_waits, before_quiet, calls: calls.map((c) => c.length > 2 ? c.slice(0, 3) : c) };
+    """)
+    assert out["while_b_waits"] == [["react", "a"]]
+    assert out["before_quiet"] == 2  # b drawn, nobody reported yet
+    assert out["calls"][2:] == [
+        ["trace deltas", "a", 1], ["layout delta", "a", 1], ["touch", "a"],
+        ["trace deltas", "b", 5], ["layout delta", "b", 5], ["touch", "b"],
+    ]
