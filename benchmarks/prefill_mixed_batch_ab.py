@@ -3,8 +3,10 @@
 One prefill chunk (2,048 new tokens over 8,192) shares a batch with ``D`` decodes of ``L`` tokens each.
 Both paths are timed on the same batch (CUDA-graph replays, alternated twice, best kept): the fused
 kernel and dequantize-first (:mod:`kvlab.kernels.dequantized_prefill`), whose scratch copies the
-decodes' contexts too. ``share`` is the fraction of the batch's context tokens the chunk reads, what
-:func:`~kvlab.kernels.dequantized_prefill.dequantize_first_rule` compares with 0.8. Writes
+decodes' contexts too. ``saved_per_copied`` is what
+:func:`~kvlab.kernels.dequantized_prefill.dequantize_first_rule` compares with 3: the chunk's saved token
+conversions, ``8,192 · (2,048 // 64 − 1)``, over the decodes' context tokens. The break-even of each
+scheme is where ``faster`` changes. Writes
 ``prefill_mixed_batch_ab.csv`` into the folder given as the first argument (default ``.``).
 
     PYTHONPATH=. python3 benchmarks/prefill_mixed_batch_ab.py "$OUT"
@@ -20,7 +22,7 @@ from kvlab.bench.context import gpu_context
 from kvlab.bench.measure import time_graph_us
 from kvlab.cache.example import build_paged_example
 from kvlab.kernels.attention import prepare_paged_attention
-from kvlab.kernels.dequantized_prefill import dequantize_first_rule
+from kvlab.kernels.dequantized_prefill import PREFILL_QUERY_BLOCK, dequantize_first_rule
 
 MIXES = [(0, 0), (1, 2048), (4, 1024), (2, 4096), (16, 1024), (4, 8192), (32, 2048), (63, 8192)]
 SCHEMES = ("int8_per_token_head", "fp8_e4m3")
@@ -39,9 +41,10 @@ for scheme in SCHEMES:
                 us = time_graph_us([call.run], 20)
                 best[first] = min(best.get(first, float("inf")), us)
                 del call
-        share = 8192 / sum(slens)
+        saved = 8192 * (2048 // PREFILL_QUERY_BLOCK - 1)
+        ratio = saved / (decodes * length) if decodes else float("inf")
         rows.append(dict(device=ctx.device, scheme=scheme, decodes=decodes, decode_len=length,
-                         chunk_share=round(share, 3), fused_us=round(best[False], 1),
+                         saved_per_copied=round(ratio, 2), fused_us=round(best[False], 1),
                          dequantize_first_us=round(best[True], 1),
                          rule_picks="dequantize-first" if dequantize_first_rule(qlens, slens) else "fused",
                          faster="dequantize-first" if best[True] < best[False] else "fused"))
