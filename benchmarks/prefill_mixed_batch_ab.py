@@ -24,7 +24,8 @@ from kvlab.cache.example import build_paged_example
 from kvlab.kernels.attention import prepare_paged_attention
 from kvlab.kernels.dequantized_prefill import PREFILL_QUERY_BLOCK, dequantize_first_rule
 
-MIXES = [(0, 0), (1, 2048), (4, 1024), (2, 4096), (16, 1024), (4, 8192), (32, 2048), (63, 8192)]
+MIXES = [(0, 0), (1, 2048), (4, 1024), (16, 1024), (4, 8192), (32, 2048), (8, 8192), (10, 8192), (12, 8192),
+         (16, 8192), (63, 8192)]
 SCHEMES = ("int8_per_token_head", "fp8_e4m3")
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
 ctx = gpu_context()
