@@ -72,6 +72,8 @@ from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.paged_cache import PagedKVCache
 from kvlab.kernels.attention_checks import check_attention_call
 from kvlab.kernels.attention_kernel import paged_attention_kernel
+from kvlab.kernels.dequantized_prefill import dequantize_first_rule, prepare_dequantized_8bit_prefill
+from kvlab.kernels.dequantized_scratch import DequantizedPrefillCall
 from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import fp8_constexprs, triton_dtype
 from kvlab.kernels.int8_decode import CODE_DIVISOR, int8_parts_by_trick
@@ -163,7 +165,9 @@ def prepare_paged_attention(
     int8_fast_decode: bool = True,
     int8_fast_values: bool | None = None,
     fused_merge: bool | None = None,
-) -> PagedAttentionCall:
+    output_scale: float = 1.0,
+    dequantize_first: bool | None = None,
+) -> PagedAttentionCall | DequantizedPrefillCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
     ``tiling`` overrides the launch shape (benchmark sweeps); its ``num_splits`` wins over
@@ -178,16 +182,30 @@ def prepare_paged_attention(
     :func:`~kvlab.kernels.int8_decode.int8_parts_by_trick`). ``fused_merge`` merges a split decode's
     segments in the attention kernel instead of a second kernel (``None``: the rule
     :func:`~kvlab.kernels.launch_config.fused_split_merge`; no effect on unsplit or prefill launches).
+    ``output_scale`` multiplies the output in fp32 before its rounding (how a per-tensor V scale stays out of
+    the values). ``dequantize_first`` converts the blocks of an 8-bit cache the batch reads once into a
+    16-bit scratch and runs the 16-bit kernel over it (:mod:`kvlab.kernels.dequantized_prefill`; ``None``:
+    its rule for prefill batches, never when ``tiling`` or ``num_splits`` is given); the call returned is
+    then a :class:`~kvlab.kernels.dequantized_scratch.DequantizedPrefillCall`.
     """
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
                                              num_splits=num_splits)
+    sch = cache.scheme
+    if dequantize_first is None:
+        dequantize_first = (sch.is_quantized and tiling is None and num_splits is None
+                            and dequantize_first_rule(batch.query_lens, batch.seq_lens_list))
+    if dequantize_first:
+        if output_scale != 1.0:
+            raise ValueError("output_scale applies to the fused kernel only; "
+                             "leave it 1.0 with dequantize_first")
+        return prepare_dequantized_8bit_prefill(query, cache, batch, scale=sigma,
+                                                sliding_window=sliding_window, softcap=softcap, out=out)
     num_tokens, num_q_heads, head_size = query.shape
     nkv, hv = cache.num_kv_heads, cache.head_size_v
 
     group = num_q_heads // nkv
     decode_only = batch.max_query_len <= 1
-    sch = cache.scheme
     num_sms = None if INTERPRET else multiprocessor_count(query.device.index or 0)
     dot_dtype, p_dtype, precision = _dot_types(query.dtype, cache, fp8_half_dots)
     q_pow2_scale = dot_dtype == torch.float16 and query.dtype == torch.bfloat16
@@ -208,9 +226,9 @@ def prepare_paged_attention(
         )
 
     mode = sch.mode
-    qk_scale, out_scale = sigma, 1.0
+    qk_scale, out_scale = sigma, float(output_scale)
     if mode == QuantMode.FP8_PER_TENSOR:
-        qk_scale, out_scale = sigma * cache.k_scale, cache.v_scale
+        qk_scale, out_scale = sigma * cache.k_scale, out_scale * cache.v_scale
     # int8 codes enter the bf16 dots divided by 64 (kernels/int8_decode.py): the scales take the 64
     int8_k, int8_v = False, False
     if int8_fast_decode and sch.storage_dtype == torch.int8 and dot_dtype == torch.bfloat16:

@@ -9,15 +9,9 @@ kernel (:mod:`kvlab.kernels.attention`) runs over it. It is the default for batc
 chunk (:func:`kvlab.kernels.lowbit_attention_call.prepare_lowbit_call`): on an H100, 2,048 query tokens
 over 8,192 took 1.04-1.07× bf16's time, against 3.0-3.3× for the fused kernel.
 
-**What it costs: transient memory.** The scratch lives for the duration of the call and holds every
-distinct block the batch reads, in the query's dtype (:func:`dequantized_scratch_bytes`)::
-
-    scratch bytes = used blocks × B × H × (D + Dv) × bytes of the query dtype
-    used blocks   = Σ over the batch's sequences of ⌈context / B⌉  (a block shared by two counts once)
-
-e.g. 8,192 tokens of 8 KV heads, D = Dv = 128, bf16: 512 × 16 × 8 × 256 × 2 = 33,554,432 B (32 MiB),
-about 3.9× what the int4 codes and scales of that context occupy. A batch that mixes decodes into a
-prefill chunk dequantizes their contexts too.
+**What it costs: transient memory**, the scratch of :mod:`kvlab.kernels.dequantized_scratch`: 32 MiB for
+8,192 tokens of 8 KV heads at head 128 in bf16, about 3.9× what the int4 codes and scales of that context
+occupy. A batch that mixes decodes into a prefill chunk dequantizes their contexts too.
 
 Values: KIVI ``code · s + z`` and int4 ``(code − 8) · s`` in fp32, rounded once to the query's dtype
 (bf16/fp16, fp32 for fp32 queries); blocks still in the KIVI residual are copied from their bf16 pages.
@@ -26,21 +20,18 @@ A never-written slot reads NaN scales and comes out NaN, as in the fused kernel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 
 from kvlab.cache.batch import AttentionBatch
 from kvlab.cache.lowbit_cache import LowBitPagedCache
-from kvlab.cache.paged_cache import PagedKVCache
-from kvlab.kernels.attention import PagedAttentionCall, prepare_paged_attention
+from kvlab.kernels.attention import prepare_paged_attention
 from kvlab.kernels.attention_checks import check_attention_call
+from kvlab.kernels.dequantized_scratch import DequantizedPrefillCall, scratch_for
 from kvlab.kernels.dtypes import triton_dtype
 from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.numerics import to_fp32, to_storage
 from kvlab.kernels.runtime import INTERPRET, tl, triton
 from kvlab.quantization.lowbit import INT4_OFFSET
-from kvlab.quantization.schemes import get_scheme
 
 
 @triton.jit
@@ -114,61 +105,6 @@ def _dequantize_blocks_kernel(
                 v_out_ptr + out_row * DV + vch, BITS, KIVI, OFFSET, OUT_DTYPE, INTERPRET_)
 
 
-def _compact_blocks(batch: AttentionBatch, block_size: int) -> tuple[torch.Tensor, list[list[int]]]:
-    """The distinct blocks the batch reads, and each sequence's block table in their order."""
-    host = batch.block_table.cpu()
-    rows = [host[i, : -(-n // block_size)].long() for i, n in enumerate(batch.seq_lens.cpu().tolist())]
-    used = torch.unique(torch.cat(rows)) if rows else torch.zeros(0, dtype=torch.long)
-    index = {int(b): k for k, b in enumerate(used.tolist())}
-    return used.to(torch.int32), [[index[int(b)] for b in r.tolist()] for r in rows]
-
-
-def dequantized_scratch_bytes(used_blocks: int, block_size: int, num_kv_heads: int, head_size: int,
-                              head_size_v: int, dtype: torch.dtype) -> int:
-    """Bytes of the transient 16-bit (``dtype``) scratch cache for ``used_blocks`` distinct blocks
-    (module docstring): ``used_blocks × block_size × num_kv_heads × (head_size + head_size_v) ×
-    dtype's element size``."""
-    itemsize = torch.empty(0, dtype=dtype).element_size()
-    return used_blocks * block_size * num_kv_heads * (head_size + head_size_v) * itemsize
-
-
-@dataclass(eq=False)
-class DequantizedPrefillCall:
-    """A validated dequantize-then-attend call; :meth:`run` launches both kernels (no host work).
-
-    Attributes:
-        out: the output; ``scratch``: the compact 16-bit cache it fills; ``batch``: the call's batch
-        with block tables into ``scratch``; ``attention``: the 16-bit call.
-    """
-
-    out: torch.Tensor
-    scratch: PagedKVCache
-    batch: AttentionBatch
-    attention: PagedAttentionCall
-    _launch: tuple = field(repr=False)
-
-    # the launch shape, named as on LowBitAttentionCall (the 16-bit kernel's; benchmark tables)
-    num_splits = property(lambda self: self.attention.tiling.num_splits)
-    tile_n = property(lambda self: self.attention.tiling.tile_n)
-    block_m = property(lambda self: self.attention.tiling.block_m)
-    num_warps = property(lambda self: self.attention.tiling.num_warps)
-    tiles_per_step = 1
-    options = property(lambda self: dict(num_stages=self.attention.tiling.num_stages,
-                                         maxnreg=self.attention.tiling.max_registers))
-
-    @property
-    def scratch_bytes(self) -> int:
-        """Bytes of the scratch cache this call holds (K and V)."""
-        return self.scratch.key.nbytes + self.scratch.value.nbytes
-
-    def run(self) -> torch.Tensor:
-        """Dequantize the batch's blocks into :attr:`scratch`, then run attention; returns :attr:`out`."""
-        grid, args, consts = self._launch
-        if grid[0]:
-            _dequantize_blocks_kernel[grid](*args, **consts)
-        return self.attention.run()
-
-
 def prepare_dequantized_prefill(query: torch.Tensor, cache: LowBitPagedCache, batch: AttentionBatch, *,
                                 scale: float | None = None, sliding_window: int | None = None,
                                 softcap: float | None = None, out: torch.Tensor | None = None
@@ -183,18 +119,12 @@ def prepare_dequantized_prefill(query: torch.Tensor, cache: LowBitPagedCache, ba
                                          sliding_window=sliding_window, softcap=softcap, out=out,
                                          num_splits=None)
     bs, nkv, d, dv = cache.block_size, cache.num_kv_heads, cache.head_size, cache.head_size_v
-    used, tables = _compact_blocks(batch, bs)
     dtype = query.dtype
-    n = max(1, used.numel())
-    dev = query.device
-    scratch = PagedKVCache(get_scheme("auto", dtype), torch.empty(n, bs, nkv, d, dtype=dtype, device=dev),
-                           torch.empty(n, bs, nkv, dv, dtype=dtype, device=dev))
-    local = AttentionBatch.from_lengths(batch.query_lens, batch.seq_lens.cpu().tolist(), tables or [[0]],
-                                        device=query.device)
+    used, scratch, local = scratch_for(batch, bs, nkv, d, dv, dtype, query.device)
     attention = prepare_paged_attention(query, scratch, local, scale=scale, sliding_window=sliding_window,
-                                        softcap=softcap, out=out)
+                                        softcap=softcap, out=out, dequantize_first=False)
     sch, kivi, dummy = cache.scheme, cache.is_kivi, cache.key_scale
-    args = (used.to(query.device), cache.key_codes, cache.value_codes, cache.key_scale, cache.value_scale,
+    args = (used, cache.key_codes, cache.value_codes, cache.key_scale, cache.value_scale,
             cache.key_zero if kivi else dummy, cache.value_zero if kivi else dummy,
             cache.residual_key if kivi else dummy, cache.residual_value if kivi else dummy,
             cache.residual_page if kivi else dummy, scratch.key, scratch.value)
@@ -203,4 +133,4 @@ def prepare_dequantized_prefill(query: torch.Tensor, cache: LowBitPagedCache, ba
                   DVP_PAD=next_pow2(dv // p), BITS=sch.bits, P=p, G=sch.group_size or 16, KIVI=kivi,
                   OFFSET=INT4_OFFSET, OUT_DTYPE=triton_dtype(dtype), INTERPRET_=INTERPRET)
     return DequantizedPrefillCall(attention.out, scratch, local, attention,
-                                  ((used.numel(), nkv), args, consts))
+                                  (_dequantize_blocks_kernel, (used.numel(), nkv), args, consts))

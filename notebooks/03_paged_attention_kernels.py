@@ -141,10 +141,10 @@ if results:
 # * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.1–1.2×) or batch 16 at 1,024
 #   tokens (1.2–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3–1.4×; batch 16 at 8,192 and
 #   32,768 tokens 1.6–1.75×.
-# * **Large batches** (64): 1.54–1.78×. bfloat16 there already streams at the copy bandwidth (94–101 %),
-#   the 1-byte kernels at 73–92 %: half the bytes, but not quite half the time.
+# * **Large batches** (64): 1.55–1.76×. bfloat16 there already streams at the copy bandwidth (93–101 %),
+#   the 1-byte kernels at 74–91 %: half the bytes, but not quite half the time.
 # * On an H200, with 1.4× the H100's bandwidth and the same multiprocessors, bfloat16 at batch 64 gets
-#   1.4–1.5× faster and the 1-byte kernels barely move: they are limited by the work of converting
+#   1.36–1.46× faster and the 1-byte kernels only 1.01–1.17×: they are limited by the work of converting
 #   codes, not by bytes (`benchmarks/results/decode_NVIDIA_H200.csv`).
 #
 # "Faster than PyTorch" means little without saying which PyTorch. Every row of the benchmark is timed
@@ -174,10 +174,11 @@ if results:
               f"{r['median_us']:7.1f} µs  {r['tflops']:.0f} TFLOP/s")
 
 # %% [markdown]
-# There the per-tensor fp8 cache costs about 1.3× the time of bfloat16 and the per-token-head
-# formats 1.55–1.7×: a quantized cache saves memory in prefill, not time. (The 8-bit codes must be
-# converted for the tensor cores and pass through shared memory once more; bfloat16 tiles go
-# straight from the copy to the matrix units.)
+# There a quantized cache costs 0.99–1.09× the time of bfloat16: it saves memory in prefill, not time.
+# Converting codes inside the attention loop would cost more (1.3–1.7× on the H100), because a
+# 2,048-token chunk is served by 32 query blocks per KV head that each read, and would each convert,
+# every tile of the context. So a prefill first converts each block it reads once into a temporary
+# 16-bit copy and then runs the bfloat16 kernel over that (`kernels/dequantized_prefill.py`).
 
 # %% [markdown]
 # ## Explore
@@ -199,4 +200,4 @@ explorer.ui
 #   weight), not once per channel: exact, and cheaper.
 # * Against the float64 reference the kernel's own error is at fp16 level, far below the format's error.
 # * A quantized cache makes decode faster only where it is bandwidth-bound — long contexts, large batches
-#   (up to 1.8× on the H100 at batch 64) — and slower for one short sequence; prefill does not gain.
+#   (up to 1.8× on the H100 at batch 64) — and not for one short sequence; prefill does not gain.

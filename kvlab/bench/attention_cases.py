@@ -65,15 +65,20 @@ def measure_kvlab_attention(config: BenchConfig, ctx: RunContext, case: Attentio
                             kind: str, tiling=None, fp8_fast_decode: bool = True,
                             fp8_half_dots: bool = False, decode_full_tiles: bool | None = None,
                             int8_fast_decode: bool = True, int8_fast_values: bool | None = None,
-                            fused_merge: bool | None = None, paged_sets=None) -> BenchRow:
-    """Time kvlab's paged attention for one scheme on one case (inputs rotated past the L2)."""
+                            fused_merge: bool | None = None, dequantize_first: bool | None = None,
+                            paged_sets=None) -> BenchRow:
+    """Time kvlab's paged attention for one scheme on one case (inputs rotated past the L2).
+
+    ``dequantize_first`` picks an 8-bit prefill's path (``None``: the kernels' rule; see
+    :mod:`kvlab.kernels.dequantized_prefill`); the other options shape the fused kernel."""
     from kvlab.kernels.attention import prepare_paged_attention
 
     paged_sets = paged_sets or paged(config, case, scheme)
     calls = [prepare_paged_attention(case.queries[s], paged_sets.cache, paged_sets.batches[s], tiling=tiling,
                                      fp8_fast_decode=fp8_fast_decode, fp8_half_dots=fp8_half_dots,
                                      decode_full_tiles=decode_full_tiles, int8_fast_decode=int8_fast_decode,
-                                     int8_fast_values=int8_fast_values, fused_merge=fused_merge)
+                                     int8_fast_values=int8_fast_values, fused_merge=fused_merge,
+                                     dequantize_first=dequantize_first)
              for s in range(case.sets)]
     us = time_graph_us([c.run for c in calls], config.repeats)
     err = relative_error(calls[0].run(), case.truth)

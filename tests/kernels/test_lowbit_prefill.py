@@ -18,16 +18,13 @@ import torch
 
 import kvlab
 from kvlab import build_paged_example, relative_error
+from kvlab.kernels.dequantized_scratch import DequantizedPrefillCall, dequantized_scratch_bytes
 from kvlab.kernels.lowbit_attention_call import (
     LowBitAttentionCall,
     lowbit_paged_attention,
     prepare_lowbit_call,
 )
-from kvlab.kernels.lowbit_prefill import (
-    DequantizedPrefillCall,
-    dequantized_scratch_bytes,
-    prepare_dequantized_prefill,
-)
+from kvlab.kernels.lowbit_prefill import prepare_dequantized_prefill
 from kvlab.reference import reference_attention
 
 from .conftest import UNIT_ROUNDOFF, poisoned
