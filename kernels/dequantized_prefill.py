@@ -33,7 +33,7 @@ token conversions. Every other sequence's context is copied too, though the fuse
 about five times its fused traffic (read 1 byte, write 2, read 2 per value). On an H100, beside a
 2,048-token chunk over 8,192, per-tensor fp8 broke even between 2.6 and 3.1 saved conversions per
 copied token, int8 per-token-head below 1.9 (``benchmarks/prefill_mixed_batch_ab.py``): the rule asks
-for 3, which picked the faster path in 20 of 22 mixes; int8 lost 2% and 8% in the other two.
+for 3, which picked the faster path in 20 of 22 mixes; int8 lost 2% and 9% in the other two.
 """
 
 from __future__ import annotations
