@@ -56,11 +56,14 @@ class KVCacheCoordinator:
         self.attention_only = all(g.kind in MANAGER_BY_KIND for g in config.groups)
         # full attention only: a running request's tables never shed blocks
         self.all_full_attention = all(g.kind == "full" for g in config.groups)
-        # what ``holds_room_for`` reads of each manager, looked up once (it runs on every decode step):
-        # the tables, the cached-block counts, the block size, and the shed test (None: never sheds)
+        # what ``holds_room_for`` reads, looked up once (it runs for every running request on every
+        # decode step): one manager per attention type, since groups of one spec are driven in
+        # lockstep (the same calls, and hits found together), so their tables always have the same
+        # length, the same nulls and the same count of cached blocks; then the tables, those counts,
+        # the block size and the shed test (None: full attention never sheds)
         self._room_checks = [
-            (m.req_to_blocks, m.num_cached_block, m.block_size, None if g.kind == "full" else m.sheds_blocks)
-            for m, g in zip(self.managers, config.groups, strict=True)
+            (m.req_to_blocks, m.num_cached_block, m.block_size, None if m.kind == "full" else m.sheds_blocks)
+            for m in (self.managers[gids[0]] for _, gids in self.attention_types)
         ]
 
     # -- prefix hits --------------------------------------------------------------------------------

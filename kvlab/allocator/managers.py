@@ -28,6 +28,9 @@ class SingleTypeManager:
     """
 
     kind = "base"
+    #: True when the manager's tables hold nulls only as a prefix (sliding window, chunked local), so
+    #: the blocks to shed are one slice; a state group's tables can hold nulls between pages.
+    nulls_only_as_prefix = False
 
     def __init__(self, spec: GroupSpec, pool: BlockPool, group_id: int, enable_caching: bool = True) -> None:
         self.spec = spec
@@ -137,15 +140,31 @@ class SingleTypeManager:
     def remove_skipped_blocks(self, request_id: str, num_computed_tokens: int) -> None:
         """Replace blocks no future query needs by the null block and free them (tail-first, §3.4)."""
         table = self.req_to_blocks.get(request_id)
-        if not table or not self.sheds_blocks(table, num_computed_tokens):
+        if not table:
             return
         k = self.num_blocks_to_skip(table, num_computed_tokens)
-        removed = []
-        for i in range(k - 1, -1, -1):
-            if table[i].is_null:
-                break
-            removed.append(table[i])
-            table[i] = self.null_block
+        if k == 0 or table[k - 1].is_null:
+            return  # nothing sheds (see sheds_blocks)
+        if self.nulls_only_as_prefix:
+            # the blocks to shed are table[first:k], after the leading nulls: found by bisection and
+            # replaced as one slice (a prefill chunk sheds about a hundred per group)
+            first, hi = 0, k - 1
+            while first < hi:
+                mid = (first + hi) // 2
+                if table[mid].is_null:
+                    first = mid + 1
+                else:
+                    hi = mid
+            removed = table[first:k]
+            removed.reverse()
+            table[first:k] = [self.null_block] * (k - first)
+        else:
+            removed = []
+            for i in range(k - 1, -1, -1):
+                if table[i].is_null:
+                    break
+                removed.append(table[i])
+                table[i] = self.null_block
         self.num_blocks_in_use -= self.pool.free_blocks(removed)
 
     def free(self, request_id: str) -> None:
@@ -194,6 +213,7 @@ class SlidingWindowManager(SingleTypeManager):
     """Sliding window: only the last ``cdiv(W - 1, B)`` blocks before the hit point must be cached."""
 
     kind = "sliding_window"
+    nulls_only_as_prefix = True
 
     @classmethod
     def find_longest_cache_hit(cls, block_hashes, max_length, group_ids, pool, spec):
@@ -219,6 +239,7 @@ class ChunkedLocalManager(SingleTypeManager):
     """Chunked local attention: blocks of finished chunks are nulls; the current chunk must hit."""
 
     kind = "chunked_local"
+    nulls_only_as_prefix = True
 
     @classmethod
     def find_longest_cache_hit(cls, block_hashes, max_length, group_ids, pool, spec):

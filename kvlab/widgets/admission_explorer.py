@@ -22,6 +22,7 @@ simulated once for both views (:func:`kvlab.widgets.timed_runs.step_run`).
 from __future__ import annotations
 
 import html
+from functools import lru_cache
 
 import ipywidgets as widgets
 
@@ -37,7 +38,7 @@ from kvlab.analysis import (
 )
 from kvlab.hardware import GPU_NAMES
 from kvlab.kvdata import WORKLOAD_NAMES, WORKLOADS
-from kvlab.models import PRESET_NAMES, get_model
+from kvlab.models import PRESET_NAMES, ModelKV, get_model
 from kvlab.plots.admission import blocks_figure, gate_figure, timeline_figure
 from kvlab.plots.palette import OKABE_ITO, categorical
 from kvlab.plots.timing import latency_figure
@@ -62,13 +63,20 @@ MAX_STEPS = 3000
 THROUGHPUT_WINDOW_S = 0.25
 
 
+@lru_cache(maxsize=64)
+def _windowed_model(model: str, window: int) -> ModelKV:
+    """Preset ``model`` with its sliding layers' window set to ``window`` (one object per pair, shared
+    by both policies' configs and by revisits)."""
+    return with_sliding_window(get_model(model), window)
+
+
 def admission_config(
     model: str, window: int, *, kv_memory_gib: float, kv_cache_dtype: str, block_size: int,
     max_model_len: int, max_num_batched_tokens: int, profile: str, policy: str,
 ) -> EngineConfig:
     """The :class:`EngineConfig` the explorer simulates for one policy (the window replaces the model's)."""
     return EngineConfig(
-        with_sliding_window(get_model(model), window), kv_cache_memory=kv_memory_gib * GIB,
+        _windowed_model(model, window), kv_cache_memory=kv_memory_gib * GIB,
         kv_cache_dtype=kv_cache_dtype, block_size=block_size, max_model_len=max_model_len,
         max_num_batched_tokens=max_num_batched_tokens, profile=profile, policy=policy,
     )

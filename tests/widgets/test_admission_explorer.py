@@ -107,3 +107,20 @@ def test_invalid_combinations_show_a_message(explorer):
 def test_every_figure_is_labelled(explorer):
     for name, fig in explorer.figures.items():
         assert_well_formed(fig, name)
+
+
+def test_both_policies_share_one_windowed_model():
+    """The two policies' configs (and a revisit) share one model object, with window 512 on each of
+    gemma-3-27b's 52 sliding layers and its 10 full layers untouched."""
+    from kvlab.widgets.admission_explorer import admission_config
+
+    def config(policy):
+        return admission_config("gemma-3-27b", 512, kv_memory_gib=8.0, kv_cache_dtype="auto", block_size=16,
+                                max_model_len=32768, max_num_batched_tokens=2048, profile="vllm-0.20",
+                                policy=policy)
+
+    a, b, again = config("uncapped"), config("vllm"), config("uncapped")
+    assert a.model_kv is b.model_kv is again.model_kv
+    assert again == a and hash(again) == hash(a)
+    kinds = [(layer.kind, layer.sliding_window) for layer in a.model_kv.layers]
+    assert kinds.count(("sliding_window", 512)) == 52 and kinds.count(("full", None)) == 10
