@@ -110,6 +110,13 @@ def _round_trips(sample_key: tuple, scheme: str, rounding: str):
     return _trip(sample_key, "k", scheme, rounding), _value_round_trip(sample_key, scheme, rounding)
 
 
+@lru_cache(maxsize=64)
+def _error_histograms(sample_key: tuple, scheme: str, rounding: str):
+    """The K and V error histograms of one round trip (computed once: a few ms each per update)."""
+    k, v = _round_trips(sample_key, scheme, rounding)
+    return log_error_histogram(k.abs_error), log_error_histogram(v.abs_error)
+
+
 @lru_cache(maxsize=8)
 def _truth(sample_key: tuple, contexts: tuple[int, ...]):
     s = _sample(*sample_key)
@@ -210,7 +217,7 @@ def build_quantization_explorer(
             )
         if explorer.changed("histogram", (key, sch, used)):
             figs["histogram"] = error_histogram_figure(
-                log_error_histogram(k_rt.abs_error), log_error_histogram(v_rt.abs_error),
+                *_error_histograms(key, sch, used),
                 title=f"{what}: error distribution, all {sample.num_kv_heads} heads",
             )
         contexts = tuple(default_contexts(sample.num_tokens))

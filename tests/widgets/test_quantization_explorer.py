@@ -209,3 +209,17 @@ def test_a_change_sends_the_heatmaps_after_the_other_figures(explorer, monkeypat
                         lambda target, source: (sent.append(names[id(target)]), sync(target, source)))
     explorer.controls["scheme"].value = "fp8_e5m2"
     assert sent == ["histogram", "bytes", "heatmap", "attention"]
+
+
+def test_a_revisited_setting_shows_its_histogram_from_the_cache_with_the_same_counts(explorer, seed):
+    data = _sample(seed)
+    explorer.controls["scheme"].value = "fp8_e4m3"
+    explorer.controls["scheme"].value = "bfloat16"
+    hits = qe._error_histograms.cache_info().hits
+    explorer.controls["scheme"].value = "fp8_e4m3"
+    assert qe._error_histograms.cache_info().hits == hits + 1
+    for trace, x in zip(explorer.figures["histogram"].data, (data.keys, data.values), strict=True):
+        errors = (_fp8_per_tensor_restore(x) - x.double()).abs()
+        exact = int(trace.name.split("(")[1].split(" of")[0].replace(",", ""))
+        assert exact == int((errors == 0).sum())  # written from the format's definition above
+        assert sum(trace.y) == int((errors > 0).sum())
