@@ -26,9 +26,14 @@ time on the same H100 (``benchmarks/kernel_notes.md``, round 9).
 Never-written slots are converted too (they lie in the last block of a sequence); the attention kernel
 masks them, as it masks them in the cache itself.
 
-**When** (:func:`dequantize_first_rule`): only prefill chunks long enough that the fused kernel would convert
-each tile at least twice, and only when they read most of the batch's context. A decode's context
-copied into the scratch costs about five times its fused traffic (read 1 byte, write 2, read 2 per value).
+**When** (:func:`dequantize_first_rule`): when the tile conversions the copy saves outweigh the bytes it
+adds. A chunk of ``q`` new tokens over ``s`` tokens is served by about ``q / 64`` query blocks per KV
+head, so the fused kernel converts its context ``q / 64`` times and the copy saves ``s · (q / 64 − 1)``
+token conversions. Every other sequence's context is copied too, though the fused kernel reads it once:
+about five times its fused traffic (read 1 byte, write 2, read 2 per value). On an H100, beside a
+2,048-token chunk over 8,192, per-tensor fp8 broke even between 2.6 and 3.1 saved conversions per
+copied token, int8 per-token-head below 1.9 (``benchmarks/prefill_mixed_batch_ab.py``): the rule asks
+for 3, which picked the faster path in 20 of 22 mixes; int8 lost 2% and 9% in the other two.
 """
 
 from __future__ import annotations
@@ -44,12 +49,12 @@ from kvlab.kernels.numerics import fp8_to_fp32, to_fp32, to_storage
 from kvlab.kernels.runtime import INTERPRET, tl, triton
 from kvlab.quantization.schemes import QuantMode
 
-#: New tokens a sequence needs before its chunk counts as a prefill for the rule: two query blocks of
-#: the prefill tiling (64 positions each at head 128), so the fused kernel converts each tile twice.
-PREFILL_MIN_QUERY_TOKENS = 128
+#: Query positions per program of the prefill tiling (256 rows of GQA 4:1 at head 128): a chunk of ``q``
+#: new tokens reads each tile of its context in about ``q / 64`` programs per KV head.
+PREFILL_QUERY_BLOCK = 64
 
-#: Share of the batch's context tokens that such chunks must read for the copy to pay.
-PREFILL_MIN_CONTEXT_SHARE = 0.8
+#: Saved token conversions needed per copied token of the other sequences (fp8's measured break-even).
+SAVED_PER_COPIED_TOKEN = 3.0
 
 #: Largest finite fp16 number.
 FP16_MAX = 65504.0
@@ -72,15 +77,18 @@ def scratch_dtype(query_dtype: torch.dtype, cache: PagedKVCache) -> torch.dtype:
 
 
 def dequantize_first_rule(query_lens: list[int], seq_lens: list[int]) -> bool:
-    """Whether a batch over an 8-bit cache should convert its blocks once before attention.
-
-    True when the sequences with at least :data:`PREFILL_MIN_QUERY_TOKENS` new tokens read at least
-    :data:`PREFILL_MIN_CONTEXT_SHARE` of all context tokens of the batch. A batch of decodes alone, or one
-    whose decodes read most of the context, keeps the fused kernel.
+    """Whether a batch over an 8-bit cache should convert its blocks once before attention (module
+    docstring): ``Σ s · (q // 64 − 1)`` over the chunks of at least 128 new tokens must be positive and at
+    least :data:`SAVED_PER_COPIED_TOKEN` × the context tokens of the other sequences. ``q`` and ``s`` are
+    new and total tokens per sequence. A batch of decodes alone keeps the fused kernel.
     """
-    total = sum(seq_lens)
-    long_chunks = sum(s for q, s in zip(query_lens, seq_lens, strict=True) if q >= PREFILL_MIN_QUERY_TOKENS)
-    return total > 0 and long_chunks >= PREFILL_MIN_CONTEXT_SHARE * total
+    saved = copied = 0
+    for q, s in zip(query_lens, seq_lens, strict=True):
+        if q >= 2 * PREFILL_QUERY_BLOCK:
+            saved += s * (q // PREFILL_QUERY_BLOCK - 1)
+        else:
+            copied += s
+    return saved > 0 and saved >= SAVED_PER_COPIED_TOKEN * copied
 
 
 @triton.jit

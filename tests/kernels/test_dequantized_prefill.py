@@ -103,11 +103,15 @@ def test_values_too_large_for_fp16_keep_bf16(target, seed):
 
 
 def test_rule_by_hand():
-    assert dequantize_first_rule([128], [1000])
+    """Saved token conversions ``s · (q // 64 − 1)`` of the long chunks against 3 × the other contexts."""
+    assert dequantize_first_rule([128], [1000])  # 1000 · 1 saved, nothing else copied
     assert not dequantize_first_rule([127], [1000])  # one query block: each tile converted once anyway
     assert not dequantize_first_rule([1, 1], [5000, 5000])  # decodes only
-    assert dequantize_first_rule([128, 1], [900, 100])  # the chunk reads 90% of the context
-    assert not dequantize_first_rule([128, 1, 1], [900, 100, 200])  # 75%: the decodes' copies would cost more
+    # a 2,048-token chunk over 8,192 saves 8,192 · 31 = 253,952 conversions
+    assert dequantize_first_rule([2048] + [1] * 32, [8192] + [2048] * 32)  # 3 × 65,536 = 196,608 copied
+    assert not dequantize_first_rule([2048] + [1] * 63, [8192] + [8192] * 63)  # 3 × 516,096
+    assert not dequantize_first_rule([2048] + [1] * 11, [8192] + [8192] * 11)  # 3 × 90,112 = 270,336
+    assert dequantize_first_rule([2048] + [1] * 10, [8192] + [8192] * 10)  # 3 × 81,920 = 245,760
     assert not dequantize_first_rule([], [])
 
 
