@@ -10,6 +10,10 @@ GPU, otherwise in Triton's interpreter on CPU tensors. Each kernel is one lesson
   :mod:`kvlab.kernels.attention_kernel`, its step over one key tile in
   :mod:`kvlab.kernels.attention_tile`, the checks it shares with the low-bit kernel in
   :mod:`kvlab.kernels.attention_checks`;
+* :mod:`kvlab.kernels.dequantized_prefill`: prefill over an 8-bit cache that converts each block once
+  into a 16-bit scratch (:mod:`kvlab.kernels.dequantized_scratch`, shared with the low-bit schemes'
+  :mod:`kvlab.kernels.lowbit_prefill`) and runs the 16-bit kernel over it; ``prepare_paged_attention``
+  picks it by a measured rule;
 * :mod:`kvlab.kernels.split_reduce`: the merge of split-K segments;
 * :mod:`kvlab.kernels.numerics`: conversions exact in both modes (the interpreter's workarounds);
 * :mod:`kvlab.kernels.launch_config`: tile shapes, the split-K rule, rows per cache-write program
