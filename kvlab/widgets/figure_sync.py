@@ -11,6 +11,9 @@ screen), and the widget ends up holding exactly the new figure's properties eith
 
 from __future__ import annotations
 
+from copy import deepcopy
+
+import numpy as np
 import plotly.graph_objects as go
 from plotly.basedatatypes import BasePlotlyType
 
@@ -22,17 +25,23 @@ _WIDGET_OWNED = frozenset({"uid"})
 _RESET_LISTS = ("annotations", "shapes")
 
 
-def _same_traces(target: go.FigureWidget, source: go.Figure) -> bool:
-    """True when the widget's traces have exactly ``source``'s properties, in the same order."""
+def _changed_properties(target: go.FigureWidget, source: go.Figure) -> list[dict] | None:
+    """Per trace, the properties of ``source`` whose values differ from the widget's; ``None`` when
+    the traces cannot be updated in place: they differ in number, type or in which properties they
+    set, or the changed traces do not all change the same properties (one update message lists one
+    value per changed trace for each property it sets)."""
     old, new = target._data, source._data
     if len(old) != len(new):
-        return False
+        return None
+    changes = []
     for o, n in zip(old, new, strict=True):
-        o = {k: v for k, v in o.items() if k not in _WIDGET_OWNED}
-        n = {k: v for k, v in n.items() if k not in _WIDGET_OWNED}
-        if not BasePlotlyType._vals_equal(o, n):
-            return False
-    return True
+        keys = {k for k in n if k not in _WIDGET_OWNED}
+        if keys != {k for k in o if k not in _WIDGET_OWNED} or o.get("type") != n.get("type"):
+            return None
+        changes.append({k: n[k] for k in keys if not BasePlotlyType._vals_equal(o[k], n[k])})
+    if len({frozenset(c) for c in changes if c}) > 1:
+        return None
+    return changes
 
 
 def _same_layout(target: go.FigureWidget, layout: dict) -> bool:
@@ -65,20 +74,35 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
     layout = source.layout.to_plotly_json()
     if target.layout.template.layout.paper_bgcolor is not None:
         layout.pop("template", None)  # every kvlab figure uses one template; re-validating it is slow
-    new_traces = not _same_traces(target, source)
+    changes = _changed_properties(target, source)
     new_layout = not _same_layout(target, layout)
-    if not (new_traces or new_layout):
-        return
-    if new_traces:
+    if changes is None:  # replaced: delete, layout, add
         with target.batch_update():
             target.data = ()
-    if new_layout:
-        with target.batch_update():
-            target.layout.annotations = ()
-            target.layout.shapes = ()
-            target.update_layout(layout, overwrite=True)
-    if new_traces:
+        if new_layout:
+            _apply_layout(target, layout)
         _add_traces(target, list(source.data))
+    elif new_layout or any(changes):  # in place: one update message
+        with target.batch_update():
+            if new_layout:
+                _apply_layout(target, layout)
+            for index, changed in enumerate(changes):
+                for key, value in changed.items():  # what setting trace[key] records in a batch
+                    target._batch_trace_edits.setdefault(index, {})[key] = _copied(value)
+
+
+def _apply_layout(target: go.FigureWidget, layout: dict) -> None:
+    """Replace the widget's layout entries by ``layout``'s (one message, or part of the batch open)."""
+    with target.batch_update():
+        target.layout.annotations = ()
+        target.layout.shapes = ()
+        target.update_layout(layout, overwrite=True)
+
+
+def _copied(value):
+    """``value`` for the widget to keep: containers copied (the widget must never share them with the
+    figure it copies), arrays as they are (neither side writes into them)."""
+    return value if isinstance(value, np.ndarray) else deepcopy(value)
 
 
 class _TraceCopier:

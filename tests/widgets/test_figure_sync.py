@@ -112,8 +112,39 @@ def test_the_layout_goes_between_delete_and_add_and_an_unchanged_figure_sends_no
     assert widget.layout.title.text == "second, retitled"
     new_data = [np.asarray(d.y) + 1.0 for d in second.data]
     sync_figure(widget, _figure(new_data, "second, retitled"))
-    assert sent == ["update", "deleteTraces", "addTraces"]  # same layout: only the traces
+    assert sent == ["update", "update"]  # same layout, same properties set: the changed values only
     _assert_same(widget, _figure(new_data, "second, retitled"))
+
+
+def test_traces_that_change_the_same_properties_send_only_those_with_the_layout_in_one_message(mode, rng):
+    widget = SharedBundleFigureWidget()
+    z, text = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 4))
+
+    def heatmaps(grids, title):
+        return go.Figure([go.Heatmap(z=g, text=t, name=f"h{i}") for i, (g, t) in enumerate(zip(grids, text))],
+                         layout=dict(title=dict(text=title)))
+
+    sync_figure(widget, heatmaps(z, "first"))
+    sent = _messages(widget)
+    updates: list[dict] = []
+    original = widget._send_update_msg
+    widget._send_update_msg = lambda *args, **kw: (updates.append(kw), original(*args, **kw))
+    new_z = z + 1.0
+    sync_figure(widget, heatmaps(new_z, "second"))
+    assert sent == ["update"]  # the page draws it once
+    (update,) = updates
+    assert set(update["restyle_data"]) == {"z"} and update["trace_indexes"] == [0, 1]  # not the text
+    assert all(np.array_equal(a, b) for a, b in zip(update["restyle_data"]["z"], new_z))
+    assert update["relayout_data"]["title"]["text"] == "second"
+    _assert_same(widget, heatmaps(new_z, "second"))
+    # traces that change different properties (or set other ones) are replaced
+    sent.clear()
+    mixed = heatmaps(new_z, "second")
+    mixed.data[1].text = text[1] + 1.0
+    mixed.data[0].z = new_z[0] + 1.0
+    sync_figure(widget, mixed)
+    assert sent == ["deleteTraces", "addTraces"]
+    _assert_same(widget, mixed)
 
 
 def test_a_stale_mark_on_an_unchanged_figure_is_still_removed(mode, rng):
