@@ -121,8 +121,9 @@ def test_traces_that_change_the_same_properties_send_only_those_with_the_layout_
     z, text = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 4))
 
     def heatmaps(grids, title):
-        return go.Figure([go.Heatmap(z=g, text=t, name=f"h{i}") for i, (g, t) in enumerate(zip(grids, text))],
-                         layout=dict(title=dict(text=title)))
+        traces = [go.Heatmap(z=g, text=t, name=f"h{i}")
+                  for i, (g, t) in enumerate(zip(grids, text, strict=True))]
+        return go.Figure(traces, layout=dict(title=dict(text=title)))
 
     sync_figure(widget, heatmaps(z, "first"))
     sent = _messages(widget)
@@ -134,7 +135,7 @@ def test_traces_that_change_the_same_properties_send_only_those_with_the_layout_
     assert sent == ["update"]  # the page draws it once
     (update,) = updates
     assert set(update["restyle_data"]) == {"z"} and update["trace_indexes"] == [0, 1]  # not the text
-    assert all(np.array_equal(a, b) for a, b in zip(update["restyle_data"]["z"], new_z))
+    assert all(np.array_equal(a, b) for a, b in zip(update["restyle_data"]["z"], new_z, strict=True))
     assert update["relayout_data"]["title"]["text"] == "second"
     _assert_same(widget, heatmaps(new_z, "second"))
     # traces that change different properties (or set other ones) are replaced
