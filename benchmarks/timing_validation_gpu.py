@@ -12,9 +12,10 @@ CUDA graph and timed as the median of replays (kvlab.bench.measure). Two tables 
 * ``timing_steps_<device>.csv``: whole steps at other points (decode batches × contexts × schemes,
   prefill chunks, a mixed step) — what ``benchmarks/timing_validation.py`` predicts and compares.
 
-The committed H100 steps were timed with the kernels as they were before the second round of kernel
-work (cache write, prefill and short-decode changes); the efficiencies the model now reads are
-fitted to the newer kernel benchmark. Re-running this script on the GPU refreshes both sides.
+The committed H100 steps were timed with the kernels of the committed kernel benchmark (8-bit prefill
+converting each block once); the GEMM-only timings come from an earlier session (a re-run with the
+steps fitted 0.594 / 0.763 against the committed 0.601 / 0.750). Re-running this script on the GPU
+refreshes both.
 """
 
 from __future__ import annotations
