@@ -191,6 +191,8 @@ def prepare_paged_attention(
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
                                              num_splits=num_splits)
+    if not (isinstance(output_scale, (int, float)) and 0 < output_scale < float("inf")):
+        raise ValueError(f"output_scale must be a finite number > 0, got {output_scale!r}")
     sch = cache.scheme
     if dequantize_first is None:
         dequantize_first = (sch.is_quantized and tiling is None and num_splits is None

@@ -137,3 +137,6 @@ def test_bad_requests_are_refused(target, seed):
     ex = _example(target, seed, [20], [50], "fp8_e4m3")
     with pytest.raises(ValueError, match="output_scale applies to the fused kernel only"):
         prepare_paged_attention(ex.query, ex.cache, ex.batch, dequantize_first=True, output_scale=2.0)
+    for bad in (float("nan"), 0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError, match="output_scale must be a finite number > 0"):
+            prepare_paged_attention(ex.query, ex.cache, ex.batch, output_scale=bad)
