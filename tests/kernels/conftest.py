@@ -30,6 +30,7 @@ import torch
 
 pytest.importorskip("kvlab.kernels", reason="Triton is not installed (Linux x86_64 only)")
 
+from kvlab.cache.example import build_paged_example  # noqa: E402
 from kvlab.kernels import INTERPRET  # noqa: E402
 from kvlab.quantization import get_scheme  # noqa: E402
 from kvlab.quantization.schemes import QuantMode  # noqa: E402
@@ -107,6 +108,13 @@ def scheme_tolerance(scheme_name: str, rounding: str = "nearest", kv_dtype: torc
 def tolerances():
     """``(kernel_tolerance, scheme_tolerance)`` for the tests."""
     return kernel_tolerance, scheme_tolerance
+
+
+def small_example(target: Target, seed: int, query_lens, seq_lens, scheme: str, **kw):
+    """A small random batch over a fresh cache of ``scheme``: 8 query heads over 2 KV heads of 64, blocks
+    of 16 tokens, on the target's device (the prefill-path tests' shape)."""
+    return build_paged_example(query_lens, seq_lens, num_q_heads=8, num_kv_heads=2, head_size=64,
+                               scheme=scheme, block_size=16, seed=seed, device=target.device, **kw)
 
 
 def poisoned(shape, dtype: torch.dtype, device: torch.device) -> torch.Tensor:

@@ -14,26 +14,21 @@ import pytest
 import torch
 
 import kvlab
-from kvlab import build_paged_example, relative_error
+from kvlab import relative_error
 from kvlab.kernels.attention import PagedAttentionCall, prepare_paged_attention
 from kvlab.kernels.dequantized_prefill import dequantize_first_rule, scratch_dtype
 from kvlab.kernels.dequantized_scratch import DequantizedPrefillCall
 from kvlab.kernels.launch_config import AttentionTiling
 from kvlab.reference import reference_attention
 
-from .conftest import UNIT_ROUNDOFF, kernel_tolerance, poisoned, scheme_tolerance
+from .conftest import UNIT_ROUNDOFF, kernel_tolerance, poisoned, scheme_tolerance, small_example
 
 SCHEMES = ["fp8_e4m3", "fp8_e5m2", "int8_per_token_head", "fp8_per_token_head"]
 
 
-def _example(target, seed, qlens, slens, scheme, **kw):
-    return build_paged_example(qlens, slens, num_q_heads=8, num_kv_heads=2, head_size=64, scheme=scheme,
-                               block_size=16, seed=seed, device=target.device, **kw)
-
-
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_scratch_holds_codes_or_dequantized_values(target, seed, scheme):
-    ex = _example(target, seed, [7, 20], [37, 50], scheme)
+    ex = small_example(target, seed, [7, 20], [37, 50], scheme)
     call = prepare_paged_attention(ex.query, ex.cache, ex.batch, dequantize_first=True)
     assert isinstance(call, DequantizedPrefillCall)
     call.scratch.key.fill_(float("nan"))
@@ -62,7 +57,7 @@ def test_scratch_holds_codes_or_dequantized_values(target, seed, scheme):
                          ids=["full", "window", "softcap"])
 def test_prefill_matches_the_references(target, seed, scheme, opts):
     """Chunks crossing block boundaries, GQA 4:1, a decode beside them."""
-    ex = _example(target, seed, [7, 20, 1], [37, 50, 30], scheme)
+    ex = small_example(target, seed, [7, 20, 1], [37, 50, 30], scheme)
     q = ex.query
     out = poisoned((q.shape[0], q.shape[1], ex.cache.head_size_v), q.dtype, target.device)
     got = prepare_paged_attention(q, ex.cache, ex.batch, out=out, dequantize_first=True, **opts).run()
@@ -77,7 +72,7 @@ def test_prefill_matches_the_references(target, seed, scheme, opts):
 
 
 def test_fp16_queries(target, seed):
-    ex = _example(target, seed, [20], [50], "int8_per_token_head", query_dtype=torch.float16)
+    ex = small_example(target, seed, [20], [50], "int8_per_token_head", query_dtype=torch.float16)
     call = prepare_paged_attention(ex.query, ex.cache, ex.batch, dequantize_first=True)
     assert call.scratch.key.dtype == torch.float16
     ref = kvlab.attention(ex.query, ex.cache, ex.batch)
@@ -88,7 +83,7 @@ def test_fp16_queries(target, seed):
 def test_values_too_large_for_fp16_keep_bf16(target, seed):
     """One token's V scale raised so that its largest value, 127 × s, passes fp16's 65,504: the scratch
     falls back to bf16 and the result still matches the reference on that same cache (no overflow)."""
-    ex = _example(target, seed, [20], [50], "int8_per_token_head")
+    ex = small_example(target, seed, [20], [50], "int8_per_token_head")
     assert scratch_dtype(torch.bfloat16, ex.cache) == torch.float16
     ex.cache.value_scale[ex.batch.block_table[0, 1], 3, 1] = 600.0  # 128 × 600 = 76,800 > 65,504
     assert scratch_dtype(torch.bfloat16, ex.cache) == torch.bfloat16
@@ -116,9 +111,9 @@ def test_rule_by_hand():
 
 
 def test_default_picks_the_path_by_the_rule(target, seed):
-    long_chunk = _example(target, seed, [130], [140], "int8_per_token_head")
-    short_chunk = _example(target, seed, [20], [50], "int8_per_token_head")
-    plain = _example(target, seed, [130], [140], "bfloat16")
+    long_chunk = small_example(target, seed, [130], [140], "int8_per_token_head")
+    short_chunk = small_example(target, seed, [20], [50], "int8_per_token_head")
+    plain = small_example(target, seed, [130], [140], "bfloat16")
     assert isinstance(prepare_paged_attention(long_chunk.query, long_chunk.cache, long_chunk.batch),
                       DequantizedPrefillCall)
     assert isinstance(prepare_paged_attention(short_chunk.query, short_chunk.cache, short_chunk.batch),
@@ -131,10 +126,10 @@ def test_default_picks_the_path_by_the_rule(target, seed):
 
 
 def test_bad_requests_are_refused(target, seed):
-    plain = _example(target, seed, [20], [50], "bfloat16")
+    plain = small_example(target, seed, [20], [50], "bfloat16")
     with pytest.raises(ValueError, match="needs an 8-bit scheme, got 'bfloat16'"):
         prepare_paged_attention(plain.query, plain.cache, plain.batch, dequantize_first=True)
-    ex = _example(target, seed, [20], [50], "fp8_e4m3")
+    ex = small_example(target, seed, [20], [50], "fp8_e4m3")
     with pytest.raises(ValueError, match="output_scale applies to the fused kernel only"):
         prepare_paged_attention(ex.query, ex.cache, ex.batch, dequantize_first=True, output_scale=2.0)
     for bad in (float("nan"), 0.0, -1.0, float("inf")):

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import kvlab
-from kvlab import build_paged_example, relative_error
+from kvlab import relative_error
 from kvlab.kernels.dequantized_scratch import DequantizedPrefillCall, dequantized_scratch_bytes
 from kvlab.kernels.lowbit_attention_call import (
     LowBitAttentionCall,
@@ -27,20 +27,15 @@ from kvlab.kernels.lowbit_attention_call import (
 from kvlab.kernels.lowbit_prefill import prepare_dequantized_prefill
 from kvlab.reference import reference_attention
 
-from .conftest import UNIT_ROUNDOFF, poisoned
+from .conftest import UNIT_ROUNDOFF, poisoned, small_example
 from .test_lowbit_kernels import _tolerances
 
 SCHEMES = ["int4_per_token_head", "kivi4", "kivi2", "kivi2_g64_r2"]
 
 
-def _example(target, seed, qlens, slens, scheme, **kw):
-    return build_paged_example(qlens, slens, num_q_heads=8, num_kv_heads=2, head_size=64, scheme=scheme,
-                               block_size=16, seed=seed, device=target.device, **kw)
-
-
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_scratch_holds_the_dequantized_blocks(target, seed, scheme):
-    ex = _example(target, seed, [7, 20], [37, 50], scheme)
+    ex = small_example(target, seed, [7, 20], [37, 50], scheme)
     call = prepare_dequantized_prefill(ex.query, ex.cache, ex.batch)
     call.scratch.key.fill_(float("nan"))
     call.scratch.value.fill_(float("nan"))
@@ -59,7 +54,7 @@ def test_scratch_holds_the_dequantized_blocks(target, seed, scheme):
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_prefill_chunks_match_the_references(target, seed, scheme):
     """Chunks crossing block boundaries, GQA 4:1, a decode beside them, sliding window on one call."""
-    ex = _example(target, seed, [7, 20, 1], [37, 50, 30], scheme)
+    ex = small_example(target, seed, [7, 20, 1], [37, 50, 30], scheme)
     for opts in ({}, dict(sliding_window=24)):
         q = ex.query
         out = poisoned((q.shape[0], q.shape[1], ex.cache.head_size_v), q.dtype, target.device)
@@ -76,8 +71,8 @@ def test_prefill_chunks_match_the_references(target, seed, scheme):
 def test_default_prefill_path_is_dequantize_first(target, seed):
     """A batch with a prefill chunk takes the dequantize-first call; decodes alone, an explicit
     ``dequantize_first=False`` or a fused launch option take the fused kernel; asking for both is refused."""
-    prefill = _example(target, seed, [7, 1], [37, 30], "kivi2")
-    decode = _example(target, seed, [1, 1], [37, 30], "kivi2")
+    prefill = small_example(target, seed, [7, 1], [37, 30], "kivi2")
+    decode = small_example(target, seed, [1, 1], [37, 30], "kivi2")
     picked = prepare_lowbit_call(prefill.query, prefill.cache, prefill.batch)
     assert isinstance(picked, DequantizedPrefillCall)
     assert isinstance(prepare_lowbit_call(decode.query, decode.cache, decode.batch), LowBitAttentionCall)
@@ -96,7 +91,7 @@ def test_default_prefill_path_is_dequantize_first(target, seed):
 
 
 def test_bad_input_gets_the_fused_paths_message(target, seed):
-    ex = _example(target, seed, [7], [37], "int4_per_token_head")
+    ex = small_example(target, seed, [7], [37], "int4_per_token_head")
     with pytest.raises(ValueError, match="softcap must be None"):
         prepare_dequantized_prefill(ex.query, ex.cache, ex.batch, softcap=float("inf"))
 
@@ -105,7 +100,7 @@ def test_bad_input_gets_the_fused_paths_message(target, seed):
 def test_scratch_bytes(target, seed, query_dtype, itemsize):
     """Sequences of 37 and 50 tokens in blocks of 16 read 3 + 4 = 7 distinct blocks; 2 KV heads of 64:
     7 × 16 × 2 × (64 + 64) = 28,672 numbers, 57,344 B in bf16 and 114,688 B in fp32."""
-    ex = _example(target, seed, [7, 20], [37, 50], "kivi4", query_dtype=query_dtype)
+    ex = small_example(target, seed, [7, 20], [37, 50], "kivi4", query_dtype=query_dtype)
     call = prepare_dequantized_prefill(ex.query, ex.cache, ex.batch)
     assert call.scratch_bytes == 28_672 * itemsize
     assert dequantized_scratch_bytes(7, 16, 2, 64, 64, query_dtype) == 28_672 * itemsize
