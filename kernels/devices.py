@@ -35,13 +35,3 @@ def multiprocessor_count(device_index: int) -> int:
     """Streaming multiprocessors of CUDA device ``device_index`` (132 on an H100 SXM): launch rules
     size their grids in programs per multiprocessor."""
     return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-@cache
-def overlaps_dependent_launches(device_index: int) -> bool:
-    """Whether kernels on CUDA device ``device_index`` can be launched as programmatic dependents
-    (compute capability 9.0 and later: Hopper): a kernel launched that way starts as soon as the
-    kernel before it lets it, and waits for that kernel's results with ``griddepcontrol.wait``."""
-    if INTERPRET:
-        return False
-    return torch.cuda.get_device_capability(device_index) >= (9, 0)

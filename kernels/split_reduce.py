@@ -18,13 +18,6 @@ program per (token, head) a decode of 32 query heads is 32 programs for the whol
 32 KB of partials alone (5.4 µs on an H100 against 41 µs for the attention kernel itself); four
 slices of 32 channels give four times the programs and a quarter of the chain each. The few
 statistics (``m_s``, ``l_s``) are re-read by every slice; they are ``num_splits × 8`` bytes.
-
-**The gap between the two kernels.** On a Hopper GPU the merge is launched as a *programmatic
-dependent* of the attention kernel (``launch_pdl``): the GPU may start its programs while the last
-attention programs finish, instead of after the whole attention grid has completed and its writes
-have been flushed, and each merge program waits for those writes with ``griddepcontrol.wait``
-(:func:`gdc_wait`) before it reads a partial. For one long sequence the merge is a few microseconds
-after an attention kernel of 10 to 40, so the gap between them is a visible part of the step.
 """
 
 from __future__ import annotations
@@ -34,15 +27,9 @@ from typing import Any
 
 import torch
 
-from kvlab.kernels.devices import overlaps_dependent_launches
 from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.numerics import to_storage
 from kvlab.kernels.runtime import INTERPRET, tl, triton
-
-if not INTERPRET:
-    from triton.language.extra.cuda import gdc_wait
-else:  # never called there (no dependent launches in the interpreter)
-    gdc_wait = None
 
 #: Output channels merged by one program (a power of two).
 REDUCE_BLOCK_D: int = 32
@@ -87,12 +74,7 @@ def _split_reduce_kernel(
     NUM_Q_HEADS: tl.constexpr, SPLITS_PAD: tl.constexpr,
     HEAD_SIZE_V: tl.constexpr,
     BLOCK_D: tl.constexpr, OUT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr,
-    WAIT_FOR_PRIMARY: tl.constexpr,
 ):
-    if WAIT_FOR_PRIMARY:
-        # launched as a dependent: the attention kernel may still be running; nothing it writes
-        # may be read before this returns
-        gdc_wait()
     token = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
     row = token * NUM_Q_HEADS + head  # partials are [num_tokens, num_q_heads, num_splits, ...]
@@ -119,12 +101,8 @@ def launch_split_reduce(
     part_stat: torch.Tensor,
     out_scale: float,
     out_dtype,
-    dependent: bool = False,
 ) -> None:
-    """Merge ``part_acc [T, Hq, S, Dv]`` and ``part_stat [T, Hq, S, 2]`` into ``out [T, Hq, Dv]``.
-
-    ``dependent``: launch as a programmatic dependent of the kernel before it in the stream (which
-    wrote the partials); only where :func:`~kvlab.kernels.devices.overlaps_dependent_launches`."""
+    """Merge ``part_acc [T, Hq, S, Dv]`` and ``part_stat [T, Hq, S, 2]`` into ``out [T, Hq, Dv]``."""
     num_tokens, num_q_heads, num_splits, head_size_v = part_acc.shape
     if num_tokens == 0:
         return
@@ -138,8 +116,8 @@ def launch_split_reduce(
         out.stride(0), out.stride(1),
         NUM_Q_HEADS=num_q_heads, SPLITS_PAD=pad,
         HEAD_SIZE_V=head_size_v,
-        BLOCK_D=block_d, OUT_DTYPE=out_dtype, INTERPRET_=INTERPRET, WAIT_FOR_PRIMARY=dependent,
-        num_warps=1 if pad * block_d <= 2048 else 4, **({"launch_pdl": True} if dependent else {}),
+        BLOCK_D=block_d, OUT_DTYPE=out_dtype, INTERPRET_=INTERPRET,
+        num_warps=1 if pad * block_d <= 2048 else 4,
     )
 
 
@@ -170,9 +148,7 @@ class SplitKLaunch:
     calling it only launches (no checks, no host synchronisation), so it can be captured in a CUDA
     graph. ``grid`` is ``(programs, num_splits)``; an empty grid launches nothing. With
     ``fused_merge`` the attention kernel merges its own segments (the last program of each split,
-    see :func:`split_tickets`) and no merge kernel is launched. ``dependent_merge`` launches the
-    merge kernel as a programmatic dependent (see the module docstring); by default wherever the GPU
-    can.
+    see :func:`split_tickets`) and no merge kernel is launched.
     """
 
     kernel: Any
@@ -185,12 +161,6 @@ class SplitKLaunch:
     part_stat: torch.Tensor = field(repr=False)
     out_scale: float = 1.0
     fused_merge: bool = False
-    dependent_merge: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.dependent_merge is None:
-            device = self.out.device
-            self.dependent_merge = device.type == "cuda" and overlaps_dependent_launches(device.index or 0)
 
     def __call__(self) -> torch.Tensor:
         if self.grid[0] == 0:
@@ -198,5 +168,5 @@ class SplitKLaunch:
         self.kernel[self.grid](*self.args, **self.consts, **self.options)
         if self.grid[1] > 1 and not self.fused_merge:
             launch_split_reduce(self.out, self.part_acc, self.part_stat, self.out_scale,
-                                self.consts["OUT_DTYPE"], self.dependent_merge)
+                                self.consts["OUT_DTYPE"])
         return self.out
