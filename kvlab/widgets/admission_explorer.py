@@ -119,7 +119,8 @@ def workload_note_html(workload_name: str, max_model_len: int, gpu: str) -> str:
     text = f"{workload_name}: {about}; the same requests under both policies."
     if not arrives_at_once(workload(workload_name, max_model_len)):
         text += (f" They arrive in seconds ({SECONDS_PER_STEP * 1e3:.0f} ms per step of the workload), "
-                 f"and the steps follow the clock of the {gpu}: another GPU can change the figures in steps too.")
+                 f"and the steps follow the clock of the {gpu}: another GPU can change the figures in "
+                 "steps too.")
     return f"<i>{html.escape(text)}</i>"
 
 
