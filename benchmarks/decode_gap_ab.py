@@ -10,10 +10,12 @@ replays, inputs rotated past the L2 as in ``kvlab bench``), whether its output i
 ``before``'s, and its relative error against the float64 truth. Writes ``decode_gap_ab.csv`` into
 the folder given as the first argument (default ``.``) and prints a summary (best of the rounds).
 
-The committed ``results/decode_gap_ab_*.csv`` came from this script's first version (commit
-``5df0b98``), which also timed a third variant: the split-K merge kernel launched as a programmatic
-dependent of the attention kernel (rows ``fp8 asm`` = the conversion alone, ``after`` = both). That
-variant was not adopted (``kernel_notes.md``, round 10) and is gone from the kernels.
+``results/decode_gap_ab_NVIDIA_H100_80GB_HBM3.csv`` is this script's output.
+``results/decode_gap_ab_pdl_NVIDIA_H100_80GB_HBM3.csv`` came from its first version (commit
+``5df0b98``, before the benchmark's steady-state warm-up), which also timed a third variant: the
+split-K merge kernel launched as a programmatic dependent of the attention kernel (rows ``fp8 asm``
+= the conversion alone, ``after`` = both). That variant was not adopted (``kernel_notes.md``,
+round 10) and is gone from the kernels.
 
     PYTHONPATH=. python3 benchmarks/decode_gap_ab.py "$OUT"
 """
