@@ -109,7 +109,7 @@ def tile_scales(k_scale_ptr, v_scale_ptr, blk, t, kv_start, kv_end, kv_head, QUA
         n = t * TILE_N + tl.arange(0, TILE_N)
         valid = (n >= kv_start) & (n < kv_end)
         # the scale tensors are [num_blocks, BLOCK_SIZE, NUM_KV_HEADS], contiguous
-        token = blk.to(tl.int64) * BLOCK_SIZE + (n & (BLOCK_SIZE - 1))
+        token = blk.to(tl.int64) * BLOCK_SIZE + n % BLOCK_SIZE
         if SCALES_BY_TOKEN:
             h = tl.arange(0, NUM_KV_HEADS)
             off = token[:, None] * NUM_KV_HEADS + h[None, :]
@@ -157,11 +157,7 @@ def attend_tile(
     # keys left of the window are not even loaded: an engine may have freed those blocks
     n_valid = (n >= kv_start) & (n < kv_end)
     blk64 = blk.to(tl.int64)
-    # n & (B − 1) is n % B for the positions here (never negative, B a power of two), but the
-    # compiler cannot prove n ≥ 0 in a split decode, whose first tile depends on its segment: there
-    # `n % B` costs a sign shift, an add and a select per key (1,856 instructions per warp and
-    # 128-key tile of per-tensor fp8 with `%`, 1,611 with the mask; sm_90 SASS)
-    in_blk = n & (BLOCK_SIZE - 1)
+    in_blk = n % BLOCK_SIZE
     k_addr = (k_ptr + blk64[:, None] * stride_kb + in_blk[:, None] * stride_ks + kv_head * stride_kh
               + d[None, :])
     v_addr = (v_ptr + blk64[:, None] * stride_vb + in_blk[:, None] * stride_vs + kv_head * stride_vh

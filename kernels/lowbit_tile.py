@@ -176,9 +176,7 @@ def attend_lowbit_tile(
     n = t * TILE_N + tl.arange(0, TILE_N)
     n_valid = (n >= kv_start) & (n < kv_end)
     blk = tl.load(bt_row + n // BLOCK_SIZE, mask=n_valid, other=0).to(tl.int64)
-    # n & (B − 1) is n % B here (n ≥ 0, B a power of two) without the sign fix-up the compiler adds to
-    # `%` when it cannot prove n ≥ 0 (a split decode; see kernels/attention_tile.py)
-    slot_row = (blk * BLOCK_SIZE + (n & (BLOCK_SIZE - 1))) * NUM_KV_HEADS + kv_head  # [TILE_N]
+    slot_row = (blk * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head  # [TILE_N]
     offs_b = tl.arange(0, BPT)
     first = t * TILE_N + offs_b * BLOCK_SIZE
     b_valid = (first + BLOCK_SIZE > kv_start) & (first < kv_end)
