@@ -200,7 +200,8 @@ def test_a_held_update_is_drawn_in_one_task_at_its_release_and_a_hold_never_bloc
       await sleep({HOLD_EXPIRES_MS + 50});
       change(a, 3);
       await sleep(30);
-      return {{ held, other_release, released, waiting, late, after_late, expired: reacts().length - late - 1 }};
+      const expired = reacts().length - late - 1;
+      return {{ held, other_release, released, waiting, late, after_late, expired }};
     """)
     assert out["held"] == 0 and out["other_release"] == 0
     assert out["released"] == [["a", "b"], 1]  # both, in one task

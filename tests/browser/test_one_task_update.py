@@ -1,5 +1,5 @@
-"""One control change that updates several figures is drawn in one page task (:mod:`kvlab.widgets.one_redraw`),
-in a real JupyterLab and Chromium on lesson 05's admission explorer.
+"""One control change that updates several figures is drawn in one page task
+(:mod:`kvlab.widgets.one_redraw`), in a real JupyterLab and Chromium on lesson 05's admission explorer.
 
 Changing policy B redraws all five figures of the explorer: three in steps, two in seconds that the
 explorer draws after the others (:meth:`kvlab.widgets.explorer.Explorer.later`). Each used to be
