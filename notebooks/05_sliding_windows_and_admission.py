@@ -181,7 +181,8 @@ for policy in ("window_plus_chunk", "exact", "trtllm"):
 # Below the block figures the same requests run in seconds on the chosen **GPU**: a table of wall time,
 # tokens per second, TTFT and TPOT for each policy, the throughput over time (the stalled policy's line
 # stops) and the TTFT of each finished request. Switch the GPU to see the seconds change while the
-# blocks stay the same.
+# blocks stay the same. (In a workload whose requests arrive over time, such as `chat burst`, they
+# arrive in seconds, so a faster GPU serves more steps between two arrivals and the blocks move too.)
 
 # %%
 explorer = build_admission_explorer()

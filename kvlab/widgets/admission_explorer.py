@@ -10,13 +10,20 @@ Figures (one panel per policy): ``timeline`` (requests waiting / prefill / decod
 each admission attempt). ``banners`` holds one HTML banner per policy that says whether the run
 finished or stalled, and why.
 
-In seconds: the same workload also runs with every step timed on the chosen ``gpu``
+In seconds: every step of the run is timed on the chosen ``gpu``
 (:func:`kvlab.widgets.timed_runs.timed_run`): ``throughput`` draws tokens per second over time for
 both policies, ``ttft`` their TTFT distributions, and the ``time`` panel sets wall time, prompt and
 output tokens/s, TTFT and TPOT side by side. These are drawn just after the figures in steps
 (:meth:`~kvlab.widgets.explorer.Explorer.later`; until they arrive they are marked as computing, since
-they still show the previous setting); a workload whose requests all arrive at once is
-simulated once for both views (:func:`kvlab.widgets.timed_runs.step_run`).
+they still show the previous setting).
+
+One run per policy gives both views: the figures in steps read its steps, the views in seconds its
+clock, so every number on screen comes from the same run. A workload whose requests all arrive at
+once is scheduled the same in steps and in seconds. One whose requests arrive over time (chat burst,
+shared system prompt, multi-turn) arrives in seconds, at
+:data:`~kvlab.widgets.timed_runs.SECONDS_PER_STEP` per step of the workload: how many steps pass
+between two arrivals depends on how long the GPU takes per step, so for such a workload another GPU
+can change the figures in steps too (the workload note says so).
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from kvlab.analysis import (
     with_sliding_window,
 )
 from kvlab.hardware import GPU_NAMES
-from kvlab.kvdata import WORKLOAD_NAMES, WORKLOADS
+from kvlab.kvdata import WORKLOAD_NAMES, WORKLOADS, workload
 from kvlab.models import PRESET_NAMES, ModelKV, get_model
 from kvlab.plots.admission import blocks_figure, gate_figure, timeline_figure
 from kvlab.plots.palette import OKABE_ITO, categorical
@@ -49,7 +56,7 @@ from kvlab.simulator import SimulationResult
 from kvlab.sizing import PROFILE_NAMES
 from kvlab.widgets.explorer import Explorer, empty_figure_widget, labelled
 from kvlab.widgets.stale import NumberPanel
-from kvlab.widgets.timed_runs import step_run, time_table, timed_run
+from kvlab.widgets.timed_runs import SECONDS_PER_STEP, arrives_at_once, time_table, timed_run
 
 GIB = 2**30
 WINDOWS: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -103,6 +110,18 @@ def stall_banner(label: str, result: SimulationResult) -> str:
         color, weight = OKABE_ITO["bluish_green"], 500
     return (f'<div class="kvlab-banner" style="border-left:6px solid {color};padding:4px 8px;'
             f'margin:2px 0;font-weight:{weight}">{html.escape(text)}</div>')
+
+
+def workload_note_html(workload_name: str, max_model_len: int, gpu: str) -> str:
+    """The note under the controls: what the workload is and, when its requests arrive over time,
+    that their arrivals are in seconds on ``gpu``'s clock (so the figures in steps depend on the GPU)."""
+    about = WORKLOADS[workload_name][0]
+    text = f"{workload_name}: {about}; the same requests under both policies."
+    if not arrives_at_once(workload(workload_name, max_model_len)):
+        text += (f" They arrive in seconds ({SECONDS_PER_STEP * 1e3:.0f} ms per step of the workload), "
+                 f"and the steps follow the clock of the {gpu}: another GPU can change the figures in "
+                 "steps too.")
+    return f"<i>{html.escape(text)}</i>"
 
 
 def build_admission_explorer(
@@ -174,10 +193,8 @@ def build_admission_explorer(
                           f"({v['max_model_len']:,}): every layer would see the whole request, so the window "
                           "changes nothing. Pick a smaller window or a longer max_model_len.")
             return {}
-        about = WORKLOADS[v["workload"]][0]
-        workload_note.value = (f"<i>{html.escape(v['workload'])}: {html.escape(about)}; "
-                               "the same requests under both policies.</i>")
-        results, configs = {}, {}
+        workload_note.value = workload_note_html(v["workload"], v["max_model_len"], v["gpu"])
+        results = {}
         for key in ("policy_a", "policy_b"):
             cfg = admission_config(
                 v["model"], v["sliding_window"], kv_memory_gib=v["kv_memory_gib"],
@@ -191,13 +208,12 @@ def build_admission_explorer(
                 explorer.fail(f"vLLM would not start: {exc}")
                 return {}
             label = f"{key[-1].upper()} · {v[key]} ({v['profile']})"
-            results[label] = step_run(cfg, v["workload"], MAX_STEPS, v["gpu"])
-            configs[label] = cfg
+            # one run for both views: its steps for the figures in steps, its clock for the seconds
+            results[label] = timed_run(cfg, v["workload"], v["gpu"], MAX_STEPS)
         banners.value = "".join(stall_banner(label, r) for label, r in results.items())
         stalls = {k: r.summary.stalled.step if r.summary.stalled else None for k, r in results.items()}
         explorer.results = results
-        explorer.later(lambda: time_view(configs, v["workload"], v["gpu"]),
-                       views=("throughput", "ttft", "time"))
+        explorer.later(lambda: time_view(results, v["gpu"]), views=("throughput", "ttft", "time"))
         stalled = [label for label, s in stalls.items() if s is not None]
         summary = " · ".join(f"{label.split(' (')[0]}: peak {r.summary.peak_blocks_in_use:,} blocks"
                              for label, r in results.items())
@@ -215,9 +231,8 @@ def build_admission_explorer(
                                 title="Admission gate: blocks asked vs blocks free at each attempt"),
         }
 
-    def time_view(configs: dict[str, EngineConfig], workload_name: str, gpu: str):
-        """The runs in seconds (drawn after the figures in steps: see :meth:`Explorer.later`)."""
-        timed = {label: timed_run(cfg, workload_name, gpu, MAX_STEPS) for label, cfg in configs.items()}
+    def time_view(timed: dict[str, SimulationResult], gpu: str):
+        """The views in seconds of the runs (drawn after the figures in steps: see :meth:`Explorer.later`)."""
         explorer.timed = timed
         time_panel.value = time_table(timed, gpu)
         return {

@@ -6,6 +6,7 @@ import pytest
 
 from kvlab.kvdata import workload
 from kvlab.serving import admission_need, simulate
+from kvlab.simulator import steps_to_seconds
 from kvlab.widgets.admission_explorer import MAX_STEPS, admission_config, build_admission_explorer
 from tests.widgets.figure_checks import assert_well_formed
 
@@ -124,3 +125,30 @@ def test_both_policies_share_one_windowed_model():
     assert again == a and hash(again) == hash(a)
     kinds = [(layer.kind, layer.sliding_window) for layer in a.model_kv.layers]
     assert kinds.count(("sliding_window", 512)) == 52 and kinds.count(("full", None)) == 10
+
+
+def test_a_workload_arriving_over_time_shows_one_run_in_steps_and_in_seconds():
+    """Chat burst with window 512: its requests arrive in seconds (50 ms per step of the workload), and
+    on an H100 that run takes 106 steps where a run by step numbers takes 126. The figures in steps,
+    the banners, the status line and the time table must all show the run in seconds, computed here
+    directly with ``simulate``."""
+    explorer = build_admission_explorer(debounce_s=0, workload_name="chat burst", sliding_window=512)
+    banner, status, table = explorer.banners.value, explorer.status.message, explorer.time_panel.value
+    for panel, key in enumerate(("policy_a", "policy_b")):
+        cfg = _config(explorer, key)
+        requests = workload("chat burst", cfg.max_model_len)
+        in_seconds = simulate(cfg, steps_to_seconds(requests, 0.05), max_steps=MAX_STEPS, gpu="h100-sxm")
+        s = in_seconds.summary
+        assert s.steps != simulate(cfg, requests, max_steps=MAX_STEPS).summary.steps  # the case differs
+        total = _stacked_total(explorer.figures["blocks"], panel)
+        assert len(total) == s.steps and max(total) == s.peak_blocks_in_use
+        assert f"all {s.finished} requests finished in {s.steps:,} steps" in banner
+        assert f"at most {s.peak_running} running at once" in banner
+        assert f"peak {s.peak_blocks_in_use:,} blocks" in status
+        assert f"{in_seconds.metrics.wall_time_s:,.2f} s" in table
+    note = explorer.panels["workload"].value
+    assert "arrive in seconds" in note and "h100-sxm" in note
+
+
+def test_a_workload_arriving_at_once_has_no_note_about_the_clock(explorer):
+    assert "arrive in seconds" not in explorer.panels["workload"].value
