@@ -26,7 +26,8 @@ def _near_boundaries(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def test_float32_hover_values_read_as_the_float64_ones_in_the_browser(browser, seed):
     rng = np.random.default_rng(seed)
-    values = np.concatenate([_near_boundaries(rng, 3000), rng.lognormal(-4.0, 3.0, 3000), [0.0, 1e-7, 9.995, 0.3125]])
+    special = [0.0, 1e-7, 9.995, 0.3125]  # 0.3125 is a tie at 3 digits, exact in binary
+    values = np.concatenate([_near_boundaries(rng, 3000), rng.lognormal(-4.0, 3.0, 3000), special])
     sent = float32_reading_as(values.reshape(2, -1), HOVER_DIGITS).ravel()
     assert sent.dtype == np.float32
     page = browser.new_page()
