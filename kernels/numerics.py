@@ -166,23 +166,31 @@ def fp8_to_bf16_asm(mant_bits: int, exp_bias: int) -> str:
     read as bf16 that is the code's value times ``2**-(127 - exp_bias)`` (an fp8 subnormal lands on
     a bf16 subnormal, as both formats place their smallest exponent the same way relative to the
     bias). One packed bf16 multiply by ``2**(127 - exp_bias)`` then gives the exact value as a normal
-    bf16. Per pair of codes: one byte permute, three logic ops, one packed multiply.
+    bf16.
+
+    Why the permute sign-extends: a byte permute can copy the selected byte's sign bit into a
+    whole byte, so each 16-bit lane becomes the code as a signed 16-bit integer (``0xFFcc`` or
+    ``0x00cc``). Shifted left by ``7 - mant_bits``, the lane's top bit is the sign and the code's
+    low 7 bits sit on bf16's exponent and mantissa fields; one mask clears the copies of the sign
+    in between (and what the low lane shifted into the high one). That is 4 instructions per pair
+    of codes: permute, shift, mask, multiply. Placing the code in the high byte instead and moving
+    its sign and its other bits apart takes two masks and an ``or``, 5 per pair (the compiler
+    cannot fold two different masks into one logic op), and in a decode kernel that streams fp8
+    codes these instructions, not memory, are the largest part of the work per tile.
     """
-    shift = mant_bits + 1  # each code sits in the high byte of a 16-bit lane after the permute
-    mask = (0x7F << (7 - mant_bits)) * 0x10001
+    shift = 7 - mant_bits  # code bit 0 -> bf16 bit 7 - mant_bits (the lowest copied mantissa bit)
+    mask = (0x8000 | (0x7F << shift)) * 0x10001  # the sign, and the code's exponent and mantissa
     rebias = ((127 + 127 - exp_bias) << 7) * 0x10001  # bf16 2**(127 - exp_bias) in both halves
     half = (
-        "shr.b32 t, {x}, {shift};\n"
-        "and.b32 t, t, {mask};\n"
-        "and.b32 {x}, {x}, 0x80008000;\n"
-        "or.b32 {x}, {x}, t;\n"
+        "shl.b32 {x}, {x}, {shift};\n"
+        "and.b32 {x}, {x}, {mask};\n"
         "mul.rn.bf16x2 {out}, {x}, s;\n"
     )
     return (
-        "{\n.reg .b32 a, b, t, s;\n"
+        "{\n.reg .b32 a, b, s;\n"
         f"mov.b32 s, {rebias:#x};\n"
-        "prmt.b32 a, $2, 0, 0x1404;\n"  # codes 0, 1 -> bits 15:8 and 31:24
-        "prmt.b32 b, $2, 0, 0x3424;\n"  # codes 2, 3
+        "prmt.b32 a, $2, 0, 0x9180;\n"  # codes 0, 1, each sign-extended to 16 bits
+        "prmt.b32 b, $2, 0, 0xB3A2;\n"  # codes 2, 3
         + half.format(x="a", out="$0", shift=shift, mask=f"{mask:#x}")
         + half.format(x="b", out="$1", shift=shift, mask=f"{mask:#x}")
         + "}"

@@ -138,13 +138,13 @@ if results:
 #
 # * **One short sequence** (batch 1, 1,024 tokens): every format takes about 8 µs, the 1-byte caches
 #   included. There are too few bytes to save: the time is launch and memory latency, not bandwidth.
-# * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.1–1.2×) or batch 16 at 1,024
+# * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.2×) or batch 16 at 1,024
 #   tokens (1.2–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3–1.4×; batch 16 at 8,192 and
-#   32,768 tokens 1.6–1.75×.
-# * **Large batches** (64): 1.55–1.76×. bfloat16 there already streams at the copy bandwidth (93–101 %),
-#   the 1-byte kernels at 74–91 %: half the bytes, but not quite half the time.
+#   32,768 tokens 1.6–1.8×.
+# * **Large batches** (64): 1.6–1.8×. bfloat16 there already streams at the copy bandwidth (94–101 %),
+#   the 1-byte kernels at 74–92 %: half the bytes, but not quite half the time.
 # * On an H200, with 1.4× the H100's bandwidth and the same multiprocessors, bfloat16 at batch 64 gets
-#   1.36–1.46× faster and the 1-byte kernels only 1.01–1.17×: they are limited by the work of converting
+#   1.40–1.49× faster and the 1-byte kernels only 1.01–1.14×: they are limited by the work of converting
 #   codes, not by bytes (`benchmarks/results/decode_NVIDIA_H200.csv`).
 #
 # "Faster than PyTorch" means little without saying which PyTorch. Every row of the benchmark is timed
@@ -174,7 +174,8 @@ if results:
               f"{r['median_us']:7.1f} µs  {r['tflops']:.0f} TFLOP/s")
 
 # %% [markdown]
-# There a quantized cache costs 0.99–1.09× the time of bfloat16: it saves memory in prefill, not time.
+# There a quantized cache costs about the time of bfloat16 (0.93–1.05× on the H100): it saves memory
+# in prefill, not time.
 # Converting codes inside the attention loop would cost more (1.3–1.7× on the H100), because a
 # 2,048-token chunk is served by 32 query blocks per KV head that each read, and would each convert,
 # every tile of the context. So a prefill first converts each block it reads once into a temporary

@@ -4,14 +4,36 @@ Times are medians of CUDA-graph replays: the launches of one case are captured o
 and launch overhead stay out of the numbers (as they would in a serving engine that replays graphs),
 and each replay is timed with CUDA events. Inputs smaller than a few L2 caches are rotated over
 copies inside the graph, so a replay does not just re-read the L2.
+
+**Warm-up is measured in time, not in replays.** Right after the host has been busy (building a
+paged cache, freeing memory), the first tens of milliseconds of a compute-heavy kernel run slow: on
+an H100 a per-tensor fp8 decode at B=64, L=32768 timed 1,806-1,812 µs in the first timing of a
+fresh call and 1,536-1,556 µs in the next four on the same call, with 3 warm-up replays (5 ms); an
+int8 per-token-head one on the same data did not change (1,625-1,643 µs). So every timing first
+replays for at least :data:`MIN_WARMUP_S` seconds.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 
 import torch
+
+#: untimed replays (or launches) before every timing run for at least this long, in seconds
+MIN_WARMUP_S = 0.2
+
+
+def _warm_up(step: Callable[[], object], count: int) -> None:
+    """Run ``step`` at least ``count`` times and for at least :data:`MIN_WARMUP_S` seconds of GPU time."""
+    start, done = time.perf_counter(), 0
+    while done < count or time.perf_counter() - start < MIN_WARMUP_S:
+        step()
+        done += 1
+        if done % 8 == 0:  # keep the host within a few launches of the GPU, so the clock reads GPU time
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
 
 
 def time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmup: int = 3) -> float:
@@ -21,7 +43,7 @@ def time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmup
         launches: callables that only launch GPU work (no host synchronisation); one replay runs
             them all once, in order (rotation over input copies).
         repeats: timed replays.
-        warmup: untimed replays first.
+        warmup: untimed replays first (at least; they go on for :data:`MIN_WARMUP_S` seconds).
 
     A library call that cannot be captured in a graph (some cuDNN paths) is timed without one instead
     (:func:`time_eager_us`), which includes its launch overhead.
@@ -35,10 +57,12 @@ def time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmup
 
 def time_eager_us(launches: Sequence[Callable[[], object]], repeats: int, warmup: int = 3) -> float:
     """Median microseconds per launch, launched eagerly between two CUDA events (no graph)."""
-    for _ in range(warmup):
+
+    def launch_all() -> None:
         for fn in launches:
             fn()
-    torch.cuda.synchronize()
+
+    _warm_up(launch_all, warmup)
     samples = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -65,9 +89,7 @@ def _time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmu
     with torch.cuda.graph(graph):
         for fn in launches:
             fn()
-    for _ in range(warmup):
-        graph.replay()
-    torch.cuda.synchronize()
+    _warm_up(graph.replay, warmup)
     samples = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -75,22 +75,26 @@ class Sweep:
 
 
 def default_sweep(config: BenchConfig, num_sms: int = 132) -> Sweep:
-    """The candidates behind the open launch question of :mod:`kvlab.kernels.launch_config`'s
-    ``FUSE_SPLIT_MERGE``: a split decode merging its segments in the attention kernel (the last
-    segment to finish) or in the separate merge kernel.
+    """The candidates behind the open launch question of 1-byte decode: the key tile of full grids.
 
-    Both, beside the rule, at the split decode cases (B=1 at 1K, 8K and 32K tokens, B=16 at 8K and
-    32K) for the 16-bit and 8-bit schemes.
+    The rule reads 128 keys a step from a 1-byte cache (the same 16 KB per K tile as 64 keys of
+    bf16) on 4 warps with 2 stages under a 128-register cap. At B=64, L=1024 each program then runs
+    8 steps, and 1-byte decode reaches 74–77% of copy bandwidth where bf16 (16 steps of 64 keys)
+    reaches 94%. Candidates: 64-key tiles with 2, 3 and 4 stages, and 128-key tiles with 3 stages,
+    at B=64 (1K, 8K, 32K tokens, unsplit) and B=16 at 8K (4 segments, the rule's split), for the
+    three 1-byte formats of the benchmark.
 
     Earlier sweeps (tile sizes and split counts, prefill rows, warps, stages and launch order, fp8
     decoding, narrow decode programs, unmasked decode tiles, fp16 dots over per-tensor fp8,
-    cache-write rows per program, the int8 conversion) settled the rest of the rule; their outcomes
-    are in ``benchmarks/kernel_notes.md``. ``num_sms`` (multiprocessors of the GPU) is kept for
-    candidates sized by the grid.
+    cache-write rows per program, the int8 conversion, the split-K merge fused into the attention
+    kernel) settled the rest of the rule; their outcomes are in ``benchmarks/kernel_notes.md``.
+    ``num_sms`` (multiprocessors of the GPU) is kept for candidates sized by the grid.
     """
-    merge = [Candidate(None, fused_merge=False), Candidate(None, fused_merge=True)]
     attention: dict[Case, list[Candidate]] = {}
-    for batch, context in ((1, 32768), (1, 8192), (16, 32768), (16, 8192), (1, 1024)):  # most wanted first
-        attention[("decode", batch, context, 1)] = merge
-    schemes = ("bfloat16", "float16", "int8_per_token_head", "fp8_per_token_head", "fp8_e4m3")
+    for batch, context, splits in ((64, 1024, 1), (64, 8192, 1), (16, 8192, 4), (64, 32768, 1)):
+        attention[("decode", batch, context, 1)] = [
+            Candidate(AttentionTiling(block_m=16, block_q=1, tile_n=tile, num_warps=4, num_stages=stages,
+                                      num_splits=splits, max_registers=128))
+            for tile, stages in ((64, 2), (64, 3), (64, 4), (128, 3))]
+    schemes = ("int8_per_token_head", "fp8_per_token_head", "fp8_e4m3")
     return Sweep(attention, {}, decode_schemes=schemes, prefill_schemes=schemes)

@@ -4,10 +4,11 @@ The tests that check those unpackers on the CPU execute the PTX strings line by 
 constant (mask, magic number, permute selector, operand order) fails on any machine, not only on a
 GPU. Each instruction is modelled from the PTX ISA's definition, not from the code under test:
 
-* ``mov.b32``, ``xor.b32``, ``shr.b32``;
-* ``prmt.b32 d, a, b, sel``: byte ``i`` of ``d`` is byte ``sel[4i:4i+3]`` of the 8-byte pool ``b:a``;
+* ``mov.b32``, ``xor.b32``, ``and.b32``, ``shr.b32``, ``shl.b32`` (the bits shifted past bit 31 are lost);
+* ``prmt.b32 d, a, b, sel``: byte ``i`` of ``d`` is byte ``sel[4i:4i+3]`` of the 8-byte pool ``b:a``,
+  or, when the nibble's top bit ``sel[4i+3]`` is set, that byte's sign bit copied into all 8 bits;
 * ``lop3.b32`` with the look-up table ``0xEA``, i.e. ``(a & b) | c`` (the only one modelled);
-* ``sub.rn`` and ``fma.rn`` on packed pairs (``f16x2``, ``bf16x2``): each 16-bit half on its own,
+* ``sub.rn``, ``mul.rn`` and ``fma.rn`` on packed pairs (``f16x2``, ``bf16x2``): each 16-bit half on its own,
   computed in float64 and rounded once to the half's format (exact in float64 for the operands these
   tests use: 16-bit numbers of moderate exponents).
 
@@ -59,18 +60,25 @@ def run_ptx(asm: str, inputs: list[int]) -> tuple[int, int]:
             regs[a[0]] = val(a[1])
         elif op == "xor.b32":
             regs[a[0]] = val(a[1]) ^ val(a[2])
+        elif op == "and.b32":
+            regs[a[0]] = val(a[1]) & val(a[2])
         elif op == "shr.b32":
             regs[a[0]] = val(a[1]) >> val(a[2])
+        elif op == "shl.b32":
+            regs[a[0]] = (val(a[1]) << val(a[2])) & 0xFFFFFFFF
         elif op == "prmt.b32":
             pool = val(a[1]).to_bytes(4, "little") + val(a[2]).to_bytes(4, "little")
-            sel = val(a[3])
-            regs[a[0]] = int.from_bytes(bytes(pool[(sel >> (4 * i)) & 7] for i in range(4)), "little")
+            nibbles = [(val(a[3]) >> (4 * i)) & 0xF for i in range(4)]
+            picked = [pool[n & 7] if n < 8 else (0xFF if pool[n & 7] & 0x80 else 0) for n in nibbles]
+            regs[a[0]] = int.from_bytes(bytes(picked), "little")
         elif op == "lop3.b32":
             assert int(a[4], 0) == 0xEA, "only the table 0xEA, (a & b) | c, is modelled"
             regs[a[0]] = (val(a[1]) & val(a[2])) | val(a[3])
         elif op.startswith("fma.rn.") and kind in _PACKED_DTYPES:
             operands = (val(a[1]), val(a[2]), val(a[3]))
             regs[a[0]] = _packed(lambda x, y, z: x * y + z, _PACKED_DTYPES[kind], *operands)
+        elif op.startswith("mul.rn.") and kind in _PACKED_DTYPES:
+            regs[a[0]] = _packed(lambda x, y: x * y, _PACKED_DTYPES[kind], val(a[1]), val(a[2]))
         elif op.startswith("sub.rn.") and kind in _PACKED_DTYPES:
             regs[a[0]] = _packed(lambda x, y: x - y, _PACKED_DTYPES[kind], val(a[1]), val(a[2]))
         else:

@@ -39,15 +39,17 @@ def test_parts_pick_the_cases():
         _parse("--parts", "prefil")
 
 
-def test_sweep_times_both_split_merges_beside_the_rule():
+def test_sweep_times_one_byte_decode_tiles_beside_the_rule():
     from kvlab.bench.sweeps import default_sweep
 
     sweep = default_sweep(BenchConfig(), num_sms=132)
-    assert sorted(sweep.attention) == [("decode", b, L, 1) for b, L in ((1, 1024), (1, 8192), (1, 32768),
-                                                                        (16, 8192), (16, 32768))]
-    for cands in sweep.attention.values():
-        labels = [c.backend("decode") for c in cands]
-        assert labels == ["kvlab-triton-sweep-mergekernel", "kvlab-triton-sweep-fusedmerge"]
-        assert all(c.tiling is None and c.fp8_fast_decode and c.int8_fast_decode for c in cands)
-    assert sweep.schemes_for("decode", ()) == ("bfloat16", "float16", "int8_per_token_head",
-                                               "fp8_per_token_head", "fp8_e4m3")
+    assert sorted(sweep.attention) == [("decode", b, L, 1) for b, L in ((16, 8192), (64, 1024), (64, 8192),
+                                                                        (64, 32768))]
+    for (_, batch, _, _), cands in sweep.attention.items():
+        shapes = [(c.tiling.tile_n, c.tiling.num_stages, c.tiling.num_warps, c.tiling.num_splits,
+                   c.tiling.max_registers) for c in cands]
+        splits = 4 if batch == 16 else 1
+        assert shapes == [(64, 2, 4, splits, 128), (64, 3, 4, splits, 128), (64, 4, 4, splits, 128),
+                          (128, 3, 4, splits, 128)]
+        assert all(c.backend("decode") == "kvlab-triton-sweep" for c in cands)
+    assert sweep.schemes_for("decode", ()) == ("int8_per_token_head", "fp8_per_token_head", "fp8_e4m3")

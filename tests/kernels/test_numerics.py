@@ -113,6 +113,32 @@ def test_fp8_decoding_of_all_256_codes_matches_torch(target, fmt):
         assert _same_bits(got, want.to(torch.bfloat16))
 
 
+#: what the bit moves read a special code as: its fields taken as a finite number of the format
+#: (e4m3 0x7F: exponent 15, mantissa 7 -> 2**8 * 1.875; e5m2 exponent 31 -> 2**16 * (1 + m/4))
+_SPECIALS_READ_AS = {torch.float8_e4m3fn: {0x7F: 480.0},
+                     torch.float8_e5m2: {0x7C: 65536.0, 0x7D: 81920.0, 0x7E: 98304.0, 0x7F: 114688.0}}
+
+
+@pytest.mark.parametrize("fmt", FP8, ids=["e4m3", "e5m2"])
+def test_fp8_to_bf16_ptx_on_all_256_codes(fmt):
+    """The PTX string itself, run by the model of :mod:`ptx_model` on every code (no GPU needed):
+    finite codes give torch's value exactly, special codes the finite numbers their fields spell."""
+    from .ptx_model import output_halves, run_ptx
+
+    asm = fp8_to_bf16_asm_for(fmt)
+    codes = torch.arange(256, dtype=torch.uint8)
+    got = []
+    for w in range(64):
+        word = int.from_bytes(codes[4 * w:4 * w + 4].numpy().tobytes(), "little")
+        got += output_halves(run_ptx(asm, [word]), torch.bfloat16)
+    want = codes.view(fmt).double()
+    for code, value in _SPECIALS_READ_AS[fmt].items():
+        assert not torch.isfinite(want[code]) and not torch.isfinite(want[code | 0x80])
+        want[code], want[code | 0x80] = value, -value
+    assert torch.isfinite(want).all()
+    assert got == want.tolist()
+
+
 def _bf16_probe_values(gen: torch.Generator) -> torch.Tensor:
     exponents = torch.randint(-130, 120, (4000,), generator=gen).float()
     rand = torch.randn(4000, generator=gen) * torch.exp2(exponents)
