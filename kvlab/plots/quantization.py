@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import plotly.graph_objects as go
@@ -10,6 +11,9 @@ import plotly.graph_objects as go
 from kvlab.analysis import ContextError, LogHistogram, SchemeBytes
 from kvlab.plots.palette import GREY, KV_COLORS, OKABE_ITO, SEQUENTIAL, scheme_color
 from kvlab.plots.style import axis, base_layout, checked, figure
+
+#: Significant digits of the error in the heatmaps' hover.
+HOVER_DIGITS = 3
 
 
 def log_color_ticks(low_exp: int, high_exp: int) -> dict:
@@ -43,6 +47,44 @@ def compact_floats(values: np.ndarray) -> np.ndarray:
     return single if np.array_equal(single, values, equal_nan=True) else values
 
 
+def _shown(value: float, digits: int) -> tuple[int, int]:
+    """What the browser shows of ``value`` at ``digits`` significant digits (JavaScript's
+    ``toPrecision``, d3's ``g``: the exact binary value rounded, ties away from zero), as
+    (signed significand, exponent)."""
+    exact = Decimal(value)
+    if exact == 0:
+        return 0, 0
+    exponent = exact.adjusted()
+    significand = int(abs(exact).scaleb(digits - 1 - exponent).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    if significand == 10**digits:
+        significand, exponent = 10 ** (digits - 1), exponent + 1
+    return (-significand if exact < 0 else significand), exponent
+
+
+def float32_reading_as(values: np.ndarray, digits: int) -> np.ndarray:
+    """``values`` (same shape) as float32 values that the browser shows with the same ``digits``
+    significant digits as the float64 ones (a hover's ``.3g``): half the bytes on the wire.
+
+    Rounding to float32 moves a value by at most 2^-24 of itself (0.00006 units of the last digit
+    shown, at 3 digits), so only a value that close to a rounding boundary of its reading (``n + 0.5``
+    units of the last digit) can read otherwise. The values within 0.001 units of one (about 2 in
+    1,000) are checked one by one, and where the float32 reads otherwise, the neighbouring float32 on
+    the value's side of the boundary (the next one towards the value) is used instead.
+    """
+    exact = np.ascontiguousarray(values, dtype=np.float64)
+    single = exact.astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        magnitude = np.abs(exact)
+        scaled = magnitude / 10.0 ** (np.floor(np.log10(magnitude)) - (digits - 1))
+        near = np.isfinite(scaled) & (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-3)
+    for index in zip(*np.nonzero(near), strict=True):
+        value = float(exact[index])
+        if _shown(float(single[index]), digits) != _shown(value, digits):
+            towards = np.float32(np.inf if value > float(single[index]) else -np.inf)
+            single[index] = np.nextafter(single[index], towards, dtype=np.float32)
+    return single
+
+
 def error_log_range(*errors: np.ndarray) -> tuple[float, float]:
     """``(bottom, top)`` of a log10 colour scale covering these absolute errors: the largest error at
     the top, the 1st percentile of the non-zero ones (at most 4 decades lower) at the bottom.
@@ -72,7 +114,8 @@ def error_heatmaps_figure(
     integer grid's uniform error and a floating-point format's magnitude-proportional error are
     visible. Each trace holds ``[tokens, channels]`` grids (row ``i`` is token ``first_token + i``,
     column ``j`` channel ``j``): ``z`` = log10 of the error (float32: it only picks the colour),
-    ``customdata`` = the error, ``text`` = the original value (float32 when that is exact). A live
+    ``customdata`` = the error (float32 that reads the same at the hover's digits:
+    :func:`float32_reading_as`), ``text`` = the original value (float32 when that is exact). A live
     figure sends each grid to the browser as one binary buffer (:mod:`kvlab.widgets.grid_transport`).
 
     Args:
@@ -90,11 +133,13 @@ def error_heatmaps_figure(
     for i, (err, val, name) in enumerate(((k_error, k_value, "K"), (v_error, v_value, "V"))):
         e = np.ascontiguousarray(err, dtype=np.float64)
         traces.append(go.Heatmap(
-            z=np.log10(np.maximum(e, floor)).astype(np.float32), y0=first_token, customdata=e,
+            z=np.log10(np.maximum(e, floor)).astype(np.float32), y0=first_token,
+            customdata=float32_reading_as(e, HOVER_DIGITS),
             text=compact_floats(val), name=name, coloraxis="coloraxis",
             xaxis="x" if i == 0 else "x2", yaxis="y" if i == 0 else "y2",
-            hovertemplate=(f"{name}<br>token %{{y}}<br>channel %{{x}}<br>|error| %{{customdata:.3g}}"
-                           "<br>value %{text:.4g}<extra></extra>"), **checked(),
+            hovertemplate=(f"{name}<br>token %{{y}}<br>channel %{{x}}<br>"
+                           f"|error| %{{customdata:.{HOVER_DIGITS}g}}<br>value %{{text:.4g}}<extra></extra>"),
+            **checked(),
         ))
     layout = base_layout(title, height=420)
     channel, token = "channel (index within the head)", "token (position)"

@@ -10,7 +10,8 @@ message (:mod:`kvlab.widgets.figure_sync`). Any error is shown in the status lin
 traceback. When an update fails, every figure and panel of numbers it did not refresh for the
 settings on screen is marked as not current (:mod:`kvlab.widgets.stale`): a stale view never reads
 as the answer. Views drawn just after the others (:meth:`Explorer.later`) are marked as computing
-until they arrive.
+until they arrive. The page holds the figures' draws from the start of an update to its last figure,
+deferred ones included, and then draws them all in one task (:mod:`kvlab.widgets.one_redraw`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import plotly.graph_objects as go
 from kvlab.plots.style import unvalidated_figures
 from kvlab.widgets.debounce import Debouncer
 from kvlab.widgets.figure_sync import sync_figure
-from kvlab.widgets.plotly_bundle import SharedBundleFigureWidget
+from kvlab.widgets.plotly_bundle import SharedBundleFigureWidget, shared_bundle
 from kvlab.widgets.stale import (
     STALE_NOTE,
     clear_panel,
@@ -88,6 +89,7 @@ class Explorer:
         self._later_pending: list[Callable[[], dict[str, go.Figure] | None]] = []
         self._later_figures: set[str] = set()
         self._writes: dict[str, int | None] = {}
+        self._hold: int | None = None  # the page's hold on this update's draws
         self.first_view_s: tuple[float, float] = (0.0, 0.0)
         self.ui: widgets.Widget = widgets.VBox()
         freeze_heap()
@@ -145,6 +147,7 @@ class Explorer:
         :meth:`later` were sent.
         """
         self._cancel_later()
+        self._hold_draws()
         wall, cpu = time.perf_counter(), time.process_time()
         self.updates += 1
         self.last_error = None
@@ -159,6 +162,7 @@ class Explorer:
             for name in self._later_figures if pending else ():
                 self._inputs.pop(name, None)  # dropped with the failed update: draw them next time
             self._mark_views(self._writes)
+            self._release_draws()
             return
         try:
             loop = asyncio.get_running_loop()
@@ -189,10 +193,26 @@ class Explorer:
 
     def _draw_later(self, pending: list[Callable[[], dict[str, go.Figure] | None]]) -> None:
         self._later_handle = None
-        for render in pending:
-            if self.last_error is None:
-                self._draw(render)
-        self._mark_views(self._writes)
+        try:
+            for render in pending:
+                if self.last_error is None:
+                    self._draw(render)
+            self._mark_views(self._writes)
+        finally:
+            self._release_draws()
+
+    def _hold_draws(self) -> None:
+        """Ask the page to hold this explorer's figure draws until its update has sent its last
+        figure (a newer update that cancels the deferred draw keeps the hold open)."""
+        shared = any(isinstance(f, SharedBundleFigureWidget) for f in self.figures.values())
+        if self._hold is None and shared:
+            self._hold = shared_bundle().hold_draws()
+
+    def _release_draws(self) -> None:
+        """End the hold of :meth:`_hold_draws`: the page draws every figure of the update in one task."""
+        if self._hold is not None:
+            hold, self._hold = self._hold, None
+            shared_bundle().release_draws(hold)
 
     def _cancel_later(self) -> None:
         if self._later_handle is not None:

@@ -1,9 +1,12 @@
-"""One browser redraw per figure per update: the page side of :mod:`kvlab.widgets.figure_sync`.
+"""One browser redraw per figure per update, and one page task for all the figures of an update:
+the page side of :mod:`kvlab.widgets.figure_sync`.
 
 plotly's widget view draws every drawing command from the kernel as it arrives: replacing a
 figure's traces and layout (a delete, a relayout and an add message) makes plotly.js redraw the
 figure three times, twice with no data. In the browser benchmark (lesson 02, four figures) those
-redraws took 360-530 ms of plotly time per control change, the two empty ones 20-50 ms each.
+redraws took 360-530 ms of plotly time per control change, the two empty ones 20-50 ms each. And
+each figure of an update was drawn in its own page task, so the page rendered a frame (style, layout
+and paint of the whole notebook, 20-50 ms in lesson 05) between two figures.
 
 :data:`ONE_REDRAW_JS` changes the drawing methods of plotly's view class (in the page's shared copy
 of plotly's bundle, :mod:`kvlab.widgets.plotly_bundle`) so that the commands of one update are drawn
@@ -11,10 +14,20 @@ together. The figure's state is still kept by plotly's own model code (``_widget
 ``_widget_layout``, updated by every command before the view sees it); the view only decides when to
 draw it:
 
+* a view with a command to draw joins the page's queue of views to draw (``kvlabDrawQueue``);
+  the queue draws every view in it in one page task, so the page renders one frame for them all;
+* while the kernel holds the page's draws (an explorer's update, from its start to its last figure,
+  deferred views included: :meth:`kvlab.widgets.plotly_bundle.PlotlyBundle.hold_draws`), the queue
+  waits for the release, but never longer than ``MAX_HOLD_MS`` after the first view joined it: the
+  views then drawn show the model's state at that moment (every command received so far), and the
+  rest is drawn at the release. Messages from the kernel reach the page in the order they were
+  sent, so at the release every command of the update has been applied to the models. A hold is
+  forgotten ``HOLD_EXPIRES_MS`` after it opened (a lost release never holds the page again), and a
+  release names its hold (one whose hold never arrived changes nothing);
+* without a hold (a figure updated from a cell), the queue draws on the page's next task, so
+  commands that arrive together are drawn together;
 * a delete of traces waits for the add that follows it (the kernel always sends the replacement as
   delete, then layout, then add), or at most ``WAIT_FOR_ADD_MS``;
-* any other command (the add, a layout change, a restyle) draws on the page's next task, so commands
-  that arrive together are drawn together;
 * the draw is one ``Plotly.react`` of the model's traces and layout (fresh copies: the view's model
   deserializes them on every read);
 * the view then reports the figure's full values to the kernel as plotly's commands do
@@ -27,6 +40,9 @@ draw it:
 * a relayout that this view made itself (the user zoomed) is not drawn again, as in plotly;
 * a view that was removed (its output cleared) draws nothing: plotly's view never stops listening,
   and drawing into a purged plot throws.
+
+Holds are counted per kernel (per bundle model) but wait page-wide: with two notebooks open, one
+kernel's update can delay the other's figures by at most ``MAX_HOLD_MS``.
 """
 
 from __future__ import annotations
@@ -35,13 +51,78 @@ from __future__ import annotations
 WAIT_FOR_ADD_MS = 400
 #: How long the page must have had no figure to draw before the views report their deltas (ms).
 REPORT_QUIET_MS = 100
+#: Longest a view waits for the kernel's hold to be released before it is drawn anyway (ms).
+MAX_HOLD_MS = 500
+#: A hold whose release has not come this long after it opened is forgotten (ms): a release can be
+#: lost (a hold sent before the page's bundle model listened, a kernel that died mid-update).
+HOLD_EXPIRES_MS = 3000
 
-#: Page script: ``kvlabOneRedraw(View, Plotly)`` patches plotly's ``FigureView`` class (idempotent).
+#: Page script: ``kvlabDrawQueue()`` is the page's queue of views to draw (one per page, created by
+#: whichever module asks first; the bundle model's module calls its ``hold(owner)`` and
+#: ``release(owner)``), and ``kvlabOneRedraw(View, Plotly)`` patches plotly's ``FigureView`` class
+#: to draw through it (idempotent).
 ONE_REDRAW_JS = """
+function kvlabDrawQueue() {
+  const g = globalThis;
+  if (g.__kvlabDrawQueue) return g.__kvlabDrawQueue;
+  const q = g.__kvlabDrawQueue = {
+    holds: new Map(),   // owner (a kernel's bundle model) -> Map(hold id -> when it opened)
+    views: new Set(),   // views with something to draw
+    drawing: 0,         // draws whose Plotly.react has not settled yet
+    tasks: 0,           // page tasks that drew views (for tests)
+    flushTimer: null,
+    maxTimer: null,
+    settled: () => {},  // called when a draw settles (set by kvlabOneRedraw)
+  };
+  const held = () => {
+    const now = performance.now();
+    for (const [owner, open] of q.holds) {
+      for (const [id, since] of open) if (now - since > HOLD_EXPIRES_MS) open.delete(id);
+      if (!open.size) q.holds.delete(owner);
+    }
+    return q.holds.size > 0;
+  };
+  // draw every view in the queue, in this task; a view waiting for its add stays
+  q.flush = () => {
+    clearTimeout(q.flushTimer);
+    clearTimeout(q.maxTimer);
+    q.flushTimer = q.maxTimer = null;
+    const ready = [...q.views].filter((view) => !view.__kvlabWaitingAdd);
+    if (ready.length) q.tasks += 1;
+    for (const view of ready) {
+      q.views.delete(view);
+      view.__kvlabDraw();
+    }
+  };
+  // a view joined the queue, or a hold or a wait ended: draw now, or when the hold ends
+  q.request = () => {
+    if (!q.views.size) return q.settled();
+    if (held()) {
+      if (q.maxTimer === null) q.maxTimer = setTimeout(q.flush, MAX_HOLD_MS);
+    } else if (q.flushTimer === null) {
+      q.flushTimer = setTimeout(q.flush, 0);
+    }
+  };
+  q.hold = (owner, id) => {
+    if (!q.holds.has(owner)) q.holds.set(owner, new Map());
+    q.holds.get(owner).set(id, performance.now());
+  };
+  q.release = (owner, id) => {  // a release whose hold never arrived changes nothing
+    const open = q.holds.get(owner);
+    if (open) {
+      open.delete(id);
+      if (!open.size) q.holds.delete(owner);
+    }
+    q.request();
+  };
+  return q;
+}
+
 function kvlabOneRedraw(View, Plotly) {
   if (!View || !Plotly || typeof Plotly.react !== "function" || View.prototype.__kvlabOneRedraw) return;
   const proto = View.prototype;
   proto.__kvlabOneRedraw = true;
+  const queue = kvlabDrawQueue();
   const own = (object, name) => Object.prototype.hasOwnProperty.call(object, name);
   // run f while model.get("_widget_data") returns data (and every other read is the model's own)
   const readingData = (model, data, f) => {
@@ -49,19 +130,19 @@ function kvlabOneRedraw(View, Plotly) {
     model.get = (name) => name === "_widget_data" ? data : get.call(model, name);
     try { f(); } finally { if (mine) model.get = get; else delete model.get; }
   };
-  const drawing = new Set();  // views with a draw scheduled or under way, on the whole page
   const reports = new Map();  // view -> the deltas it has not reported yet: {trace, layout, data}
   let reportTimer = null;
   const reportWhenQuiet = () => {
     clearTimeout(reportTimer);
-    if (drawing.size) return;  // the last draw to finish calls again
+    if (queue.views.size || queue.drawing) return;  // the last draw to settle calls again
     reportTimer = setTimeout(() => {
-      if (drawing.size) return;
+      if (queue.views.size || queue.drawing) return;
       const due = [...reports];
       reports.clear();
       for (const [view, report] of due) view.__kvlabReport(report);
     }, REPORT_QUIET_MS);
   };
+  queue.settled = reportWhenQuiet;
   proto.__kvlabReport = function (report) {
     if (this.__kvlabRemoved) return;
     // both deltas in one message to the kernel (plotly's view sends one message for each)
@@ -80,40 +161,34 @@ function kvlabOneRedraw(View, Plotly) {
   const remove = proto.remove;
   proto.remove = function () {
     this.__kvlabRemoved = true;
-    clearTimeout(this.__kvlabTimer);
-    drawing.delete(this);
+    clearTimeout(this.__kvlabAddTimer);
+    queue.views.delete(this);
     reports.delete(this);
     reportWhenQuiet();
     return remove.apply(this, arguments);
   };
-  proto.__kvlabSchedule = function (delay) {
-    clearTimeout(this.__kvlabTimer);
-    drawing.add(this);
-    clearTimeout(reportTimer);
-    this.__kvlabTimer = setTimeout(() => this.__kvlabDraw(), delay);
-  };
   proto.__kvlabDraw = function () {
-    this.__kvlabTimer = null;
     this.__kvlabWaitingAdd = false;
-    const done = () => {
-      if (this.__kvlabTimer === null) drawing.delete(this);  // not scheduled again meanwhile
-      reportWhenQuiet();
-    };
-    if (this.__kvlabRemoved) return done();
+    clearTimeout(this.__kvlabAddTimer);
+    if (this.__kvlabRemoved) return reportWhenQuiet();
     const edits = this.__kvlabEdits || {};
     this.__kvlabEdits = {};
     // the view's model deserializes on every get: fresh objects (data arrays are views of the model's)
     const data = this.model.get("_widget_data");
     const layout = this.model.get("_widget_layout");
     if (!layout.height) layout.height = 360;  // as plotly's view draws a figure the first time
-    Plotly.react(this.el, data, layout).then(() => {
+    queue.drawing += 1;
+    Promise.resolve(Plotly.react(this.el, data, layout)).then(() => {
       if (this.__kvlabRemoved) return;
       const report = reports.get(this) || {};
       if (edits.trace !== undefined) report.trace = edits.trace;
       if (edits.layout !== undefined) report.layout = edits.layout;
       report.data = data;  // plotly's full data now belongs to these traces
       reports.set(this, report);
-    }).finally(done);
+    }).finally(() => {
+      queue.drawing -= 1;
+      reportWhenQuiet();
+    });
   };
   const command = (name) => function () {
     const msg = this.model.get(name);
@@ -125,13 +200,20 @@ function kvlabOneRedraw(View, Plotly) {
     const edits = this.__kvlabEdits = this.__kvlabEdits || {};
     if (msg.trace_edit_id !== undefined) edits.trace = msg.trace_edit_id;
     if (msg.layout_edit_id !== undefined) edits.layout = msg.layout_edit_id;
+    clearTimeout(reportTimer);
+    queue.views.add(this);
     if (name === "_py2js_deleteTraces") {
       this.__kvlabWaitingAdd = true;
-      this.__kvlabSchedule(WAIT_FOR_ADD_MS);
-    } else if (name === "_py2js_addTraces" || !this.__kvlabWaitingAdd) {
+      clearTimeout(this.__kvlabAddTimer);
+      this.__kvlabAddTimer = setTimeout(() => {
+        this.__kvlabWaitingAdd = false;
+        queue.request();
+      }, WAIT_FOR_ADD_MS);
+    } else if (name === "_py2js_addTraces") {
       this.__kvlabWaitingAdd = false;
-      this.__kvlabSchedule(0);
+      clearTimeout(this.__kvlabAddTimer);
     }
+    queue.request();
   };
   proto.do_addTraces = command("_py2js_addTraces");
   proto.do_deleteTraces = command("_py2js_deleteTraces");
@@ -140,4 +222,5 @@ function kvlabOneRedraw(View, Plotly) {
   proto.do_relayout = command("_py2js_relayout");
   proto.do_update = command("_py2js_update");
 }
-""".replace("WAIT_FOR_ADD_MS", str(WAIT_FOR_ADD_MS)).replace("REPORT_QUIET_MS", str(REPORT_QUIET_MS))
+""".replace("WAIT_FOR_ADD_MS", str(WAIT_FOR_ADD_MS)).replace("REPORT_QUIET_MS", str(REPORT_QUIET_MS)).replace(
+    "MAX_HOLD_MS", str(MAX_HOLD_MS)).replace("HOLD_EXPIRES_MS", str(HOLD_EXPIRES_MS))

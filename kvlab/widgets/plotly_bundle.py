@@ -91,6 +91,12 @@ export default {
       kvlabPlotlyMaybeLoad(slot);
     };
     model.on("change:figures_opened", count);
+    // the kernel holds the page's draws while it sends one update's figures (kvlab.widgets.one_redraw)
+    model.on("msg:custom", (msg) => {
+      const draws = msg && msg.kvlab_draws;
+      if (draws === "hold") kvlabDrawQueue().hold(model, msg.hold);
+      else if (draws === "release") kvlabDrawQueue().release(model, msg.hold);
+    });
     if (!slot.load) {
       slot.load = () => {
         slot.state = "loading";
@@ -173,6 +179,21 @@ class PlotlyBundle(anywidget.AnyWidget):
     bundle = traitlets.Unicode("").tag(sync=True)
     #: Figures this kernel has opened (each counted before its model is sent to the page).
     figures_opened = traitlets.Int(0).tag(sync=True)
+    #: Holds asked of the page so far (each hold's id).
+    _holds = 0
+
+    def hold_draws(self) -> int:
+        """Ask the page to hold the figures' draws until :meth:`release_draws` of the id returned: the
+        figures of one update are then drawn in one page task, one frame for all
+        (:mod:`kvlab.widgets.one_redraw`; the page waits at most ``MAX_HOLD_MS`` after a figure
+        arrived, and forgets a hold after ``HOLD_EXPIRES_MS``)."""
+        self._holds += 1
+        self.send({"kvlab_draws": "hold", "hold": self._holds})
+        return self._holds
+
+    def release_draws(self, hold: int) -> None:
+        """End the hold ``hold`` (from :meth:`hold_draws`): the page draws what it held, in one task."""
+        self.send({"kvlab_draws": "release", "hold": hold})
 
 
 #: Serializers of the traits that carry traces (plotly's own, except for 2-D arrays).

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from kvlab.widgets.one_redraw import ONE_REDRAW_JS, REPORT_QUIET_MS, WAIT_FOR_ADD_MS
+from kvlab.widgets.one_redraw import (
+    HOLD_EXPIRES_MS,
+    MAX_HOLD_MS,
+    ONE_REDRAW_JS,
+    REPORT_QUIET_MS,
+    WAIT_FOR_ADD_MS,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -153,3 +159,52 @@ def test_views_report_their_deltas_in_one_message_once_no_figure_is_left_to_draw
         ["trace deltas", "a", 1], ["layout delta", "a", 1], ["touch", "a"],
         ["trace deltas", "b", 5], ["layout delta", "b", 5], ["touch", "b"],
     ]
+
+
+def test_a_held_update_is_drawn_in_one_task_at_its_release_and_a_hold_never_blocks_for_long(browser):
+    # the kernel holds the page's draws while it sends one update's figures (an explorer's update)
+    out = _run(browser, f"""
+      const q = kvlabDrawQueue();
+      const kernel = {{}};
+      const a = new View("a", {{ _widget_data: [], _widget_layout: {{}} }});
+      const b = new View("b", {{ _widget_data: [], _widget_layout: {{}} }});
+      const change = (view, id) => send(view, "_py2js_update", {{ style_data: {{}}, layout_data: {{}},
+                                                                  trace_edit_id: id, layout_edit_id: id }});
+      const reacts = () => calls.filter((c) => c[0] === "react").map((c) => c[1]);
+      q.hold(kernel, 1);
+      change(a, 1);
+      await sleep(30);
+      change(b, 1);
+      await sleep(30);
+      const held = reacts().length;
+      q.release(kernel, 7);  // the release of a hold that never arrived changes nothing
+      await sleep(30);
+      const other_release = reacts().length;
+      const tasks = q.tasks;
+      q.release(kernel, 1);
+      await sleep(30);
+      const released = [reacts(), q.tasks - tasks];
+      // a hold whose release is late: the views wait MAX_HOLD_MS after the first one, then are drawn
+      q.hold(kernel, 2);
+      change(a, 2);
+      await sleep({MAX_HOLD_MS // 2});
+      const waiting = reacts().length;
+      await sleep({MAX_HOLD_MS});
+      const late = reacts().length;
+      change(b, 2);  // still held
+      q.release(kernel, 2);
+      await sleep(30);
+      const after_late = reacts().slice(late);
+      // a hold whose release never comes is forgotten after HOLD_EXPIRES_MS
+      q.hold(kernel, 3);
+      await sleep({HOLD_EXPIRES_MS + 50});
+      change(a, 3);
+      await sleep(30);
+      const expired = reacts().length - late - 1;
+      return {{ held, other_release, released, waiting, late, after_late, expired }};
+    """)
+    assert out["held"] == 0 and out["other_release"] == 0
+    assert out["released"] == [["a", "b"], 1]  # both, in one task
+    assert out["waiting"] == 2 and out["late"] == 3  # a drawn after the longest wait
+    assert out["after_late"] == ["b"]
+    assert out["expired"] == 1

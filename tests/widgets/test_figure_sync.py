@@ -157,3 +157,28 @@ def test_a_stale_mark_on_an_unchanged_figure_is_still_removed(mode, rng):
     sync_figure(widget, source)
     assert sent == ["update"] and not figure_is_stale(widget)
     _assert_same(widget, source)
+
+
+def test_a_layout_change_sends_only_the_entries_that_changed(mode, rng):
+    widget = SharedBundleFigureWidget()
+    ys = [rng.normal(size=8), rng.normal(size=8)]
+    notes = [{"text": "A · uncapped", "x": 0, "y": 1}, {"text": "B · vllm", "x": 1, "y": 1}]
+    sync_figure(widget, _figure(ys, "steps", annotations=notes, xaxis={"title": {"text": "step"}}))
+    updates: list[dict] = []
+    original = widget._send_update_msg
+    widget._send_update_msg = lambda *args, **kw: (updates.append(kw), original(*args, **kw))
+    relabelled = [notes[0], {**notes[1], "text": "B · exact"}]
+    new = _figure(ys, "steps", annotations=relabelled, xaxis={"title": {"text": "step"}})
+    sync_figure(widget, new)
+    (update,) = updates
+    assert set(update["relayout_data"]) == {"annotations"}  # not the title, axes, margins, template…
+    assert [a["text"] for a in update["relayout_data"]["annotations"]] == ["A · uncapped", "B · exact"]
+    _assert_same(widget, new)
+    # a stale mark (a title prefix, a shape and an annotation) is taken off by the same kind of message
+    mark_figure_stale(widget)
+    updates.clear()
+    sync_figure(widget, new)
+    (update,) = updates
+    assert set(update["relayout_data"]) == {"title", "annotations", "shapes"}
+    assert not figure_is_stale(widget) and widget.layout.shapes == ()
+    _assert_same(widget, new)
