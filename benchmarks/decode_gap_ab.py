@@ -20,7 +20,6 @@ round 10) and is gone from the kernels.
     PYTHONPATH=. python3 benchmarks/decode_gap_ab.py "$OUT"
 """
 
-import csv
 import os
 import sys
 
@@ -30,6 +29,7 @@ from kvlab.bench.attention_cases import attention_case, paged
 from kvlab.bench.config import BenchConfig
 from kvlab.bench.context import gpu_context
 from kvlab.bench.measure import time_graph_us
+from kvlab.bench.results import write_dict_rows
 from kvlab.bench.traffic import attention_bytes
 from kvlab.kernels.attention import prepare_paged_attention
 from kvlab.kernels.lowbit_attention_call import prepare_lowbit_call
@@ -117,11 +117,7 @@ def main() -> None:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
 
-    os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "decode_gap_ab.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_dict_rows(rows, os.path.join(out_dir, "decode_gap_ab.csv"))
     best = {}
     for r in rows:
         key = (r["batch"], r["context"], r["scheme"], r["variant"])

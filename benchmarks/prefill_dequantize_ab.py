@@ -11,7 +11,6 @@ given as the first argument (default ``.``) and prints a table.
     PYTHONPATH=. python3 benchmarks/prefill_dequantize_ab.py "$OUT"
 """
 
-import csv
 import math
 import os
 import sys
@@ -22,6 +21,7 @@ from kvlab.bench.attention_cases import attention_case, measure_kvlab_attention,
 from kvlab.bench.config import BenchConfig
 from kvlab.bench.context import gpu_context
 from kvlab.bench.measure import time_graph_us
+from kvlab.bench.results import write_dict_rows
 from kvlab.bench.traffic import attention_flops
 from kvlab.kernels.dequantized_prefill import prepare_dequantized_8bit_prefill
 from kvlab.reference.metrics import relative_error
@@ -76,11 +76,7 @@ for chunk, total in config.prefill:
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
 
-os.makedirs(out_dir, exist_ok=True)
-with open(os.path.join(out_dir, "prefill_dequantize_ab.csv"), "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
+write_dict_rows(rows, os.path.join(out_dir, "prefill_dequantize_ab.csv"))
 
 print(f"\n{'case':>12} {'scheme':>20} {'path':>17} {'best us':>9} {'x bf16':>7} {'rel err':>10}")
 for chunk, total in config.prefill:

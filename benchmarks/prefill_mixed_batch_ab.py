@@ -12,7 +12,6 @@ scheme is where ``faster`` changes. Writes
     PYTHONPATH=. python3 benchmarks/prefill_mixed_batch_ab.py "$OUT"
 """
 
-import csv
 import os
 import sys
 
@@ -20,6 +19,7 @@ import torch
 
 from kvlab.bench.context import gpu_context
 from kvlab.bench.measure import time_graph_us
+from kvlab.bench.results import write_dict_rows
 from kvlab.cache.example import build_paged_example
 from kvlab.kernels.attention import prepare_paged_attention
 from kvlab.kernels.dequantized_prefill import PREFILL_QUERY_BLOCK, dequantize_first_rule
@@ -52,8 +52,4 @@ for scheme in SCHEMES:
         print(rows[-1], flush=True)
         del ex
         torch.cuda.empty_cache()
-os.makedirs(out_dir, exist_ok=True)
-with open(os.path.join(out_dir, "prefill_mixed_batch_ab.csv"), "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
+write_dict_rows(rows, os.path.join(out_dir, "prefill_mixed_batch_ab.csv"))

@@ -99,6 +99,16 @@ def write_csv(rows: list[BenchRow], path: str) -> None:
             w.writerow({k: ("" if v is None else v) for k, v in dataclasses.asdict(r).items()})
 
 
+def write_dict_rows(rows: list[dict], path: str) -> None:
+    """Write rows that are plain dictionaries (a comparison script's own columns, the first row's keys
+    in order) to ``path``, parent folders created: the A/B scripts under ``benchmarks/``."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def read_csv(path: str) -> list[dict[str, str]]:
     """The rows of a benchmark CSV as dictionaries of strings (no GPU or Triton needed)."""
     with open(path, newline="") as f:
