@@ -102,6 +102,8 @@ def write_csv(rows: list[BenchRow], path: str) -> None:
 def write_dict_rows(rows: list[dict], path: str) -> None:
     """Write rows that are plain dictionaries (a comparison script's own columns, the first row's keys
     in order) to ``path``, parent folders created: the A/B scripts under ``benchmarks/``."""
+    if not rows:
+        raise ValueError(f"no rows to write to {path}: the comparison measured nothing")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

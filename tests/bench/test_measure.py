@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 
 from kvlab.bench import measure
@@ -42,3 +43,6 @@ def test_dict_rows_round_trip_in_column_order(tmp_path):
     assert path.read_text().splitlines()[0] == "scheme,us,same"
     assert read_csv(str(path)) == [{"scheme": "fp8_e4m3", "us": "1553.58", "same": "True"},
                                    {"scheme": "int8_per_token_head", "us": "1636.1", "same": ""}]
+    with pytest.raises(ValueError, match="no rows to write"):
+        write_dict_rows([], str(tmp_path / "empty.csv"))
+    assert not (tmp_path / "empty.csv").exists()
