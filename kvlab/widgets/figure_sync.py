@@ -53,16 +53,17 @@ def _changed_properties(target: go.FigureWidget, source: go.Figure, merge: bool 
 
 def _changed_layout(target: go.FigureWidget, layout: dict) -> dict:
     """The entries of ``layout`` (a plotly-JSON layout) whose values differ from the widget's, each
-    whole, as they must be set; the lists a replacement resets (a stale mark adds to them) are set
-    whenever the widget holds other items, and emptied when ``layout`` has none. Empty when applying
-    ``layout`` would change nothing the widget shows."""
+    whole and copied (the widget never shares them with ``layout``), as they must be set; the lists
+    a replacement resets (a stale mark adds to them) are set whenever the widget holds other items,
+    and emptied when ``layout`` has none. Empty when applying ``layout`` would change nothing the
+    widget shows."""
     held = target._layout
-    changed = {key: value for key, value in layout.items() if key not in _RESET_LISTS
+    changed = {key: deepcopy(value) for key, value in layout.items() if key not in _RESET_LISTS
                and (key not in held or not BasePlotlyType._vals_equal(held[key], value))}
     for key in _RESET_LISTS:
         items = list(layout.get(key) or ())
         if not BasePlotlyType._vals_equal(list(held.get(key) or ()), items):
-            changed[key] = items
+            changed[key] = deepcopy(items)
     return changed
 
 
@@ -86,9 +87,10 @@ def sync_figure(target: go.FigureWidget, source: go.Figure, *, merge: bool = Fal
     (``source`` was built by kvlab's builders, validated in the tests).
     """
     target._validate = validating()
-    layout = source.layout.to_plotly_json()
-    if target.layout.template.layout.paper_bgcolor is not None:
-        layout.pop("template", None)  # every kvlab figure uses one template; re-validating it is slow
+    layout = source._layout  # read only: the entries that changed are copied (_changed_layout)
+    if _template_background(target) is not None:
+        # every kvlab figure uses one template; re-validating it is slow
+        layout = {key: value for key, value in layout.items() if key != "template"}
     changes = _changed_properties(target, source, merge)
     new_layout = _changed_layout(target, layout)
     if changes is None:  # replaced: delete, layout, add
@@ -104,6 +106,12 @@ def sync_figure(target: go.FigureWidget, source: go.Figure, *, merge: bool = Fal
             for index, changed in enumerate(changes):
                 for key, value in changed.items():  # what setting trace[key] records in a batch
                     target._batch_trace_edits.setdefault(index, {})[key] = _copied(value)
+
+
+def _template_background(target: go.FigureWidget):
+    """The widget's template's ``paper_bgcolor`` (``target.layout.template.layout.paper_bgcolor``, read
+    from the widget's layout data: building the template's objects cost a tenth of a sync)."""
+    return ((target._layout.get("template") or {}).get("layout") or {}).get("paper_bgcolor")
 
 
 def _apply_layout(target: go.FigureWidget, changed: dict) -> None:
