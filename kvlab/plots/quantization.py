@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from kvlab.analysis import ContextError, LogHistogram, SchemeBytes
 from kvlab.plots.palette import GREY, KV_COLORS, OKABE_ITO, SEQUENTIAL, scheme_color
-from kvlab.plots.style import axis, base_layout, checked, figure
+from kvlab.plots.style import COLORBAR_STYLE, axis, base_layout, checked, figure
 
 #: Significant digits of the error in the heatmaps' hover.
 HOVER_DIGITS = 3
@@ -151,6 +151,7 @@ def error_heatmaps_figure(
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=bottom, cmax=top,
                        colorbar=dict(title=dict(text="|error|<br>(value units,<br>log scale"
                                                      + (",<br>shared scale)" if shared else ")")),
+                                     **COLORBAR_STYLE,
                                      **log_color_ticks(int(np.ceil(bottom)), int(np.floor(top))))),
         annotations=[
             dict(text=f"<b>{t}</b>: |error|", x=x, y=1.0, xref="paper", yref="paper", xanchor="center",
