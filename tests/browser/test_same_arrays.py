@@ -130,3 +130,60 @@ def test_the_view_draws_the_arrays_it_drew_last_when_only_a_name_changed(browser
                 name: d2[0].name, template: l2.template === l1.template }};
     """)
     assert got == {"draws": 2, "x": True, "y": False, "y_values": [1, 3], "name": "new", "template": True}
+
+
+#: Page script: plotly JSON with binary arrays (``{dtype, bdata}``) decoded into typed arrays, as the
+#: widget's model holds them, and each trace given a fixed uid, as the widget gives them.
+DECODE_JS = """
+const TYPED = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array, i2: Int16Array,
+               u2: Uint16Array, i1: Int8Array, u1: Uint8Array};
+const decode = (v) => {
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map(decode);
+  if (typeof v.bdata === "string" && v.dtype) {
+    const bytes = Uint8Array.from(atob(v.bdata), (c) => c.charCodeAt(0));
+    const flat = new TYPED[v.dtype.replace(/[<>|]/, "")](bytes.buffer);
+    if (!v.shape) return flat;
+    const [rows, cols] = String(v.shape).split(",").map(Number);
+    return Array.from({length: rows}, (_, i) => flat.slice(i * cols, (i + 1) * cols));
+  }
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, decode(x)]));
+};
+const figure = (json) => {
+  const fig = decode(JSON.parse(json));
+  fig.data.forEach((t, j) => { t.uid = "t" + j; });
+  return fig;
+};
+"""
+
+
+def test_a_new_scheme_recalculates_only_lesson_02s_figures_whose_data_changed(browser):
+    import plotly.io as pio
+
+    from kvlab.widgets.quantization_explorer import build_quantization_explorer
+
+    explorer = build_quantization_explorer(debounce_s=0)
+    explorer.refresh()  # the deferred attention curve (Playwright keeps an event loop running here)
+    states = [{k: pio.to_json(f) for k, f in explorer.figures.items()}]
+    explorer.controls["scheme"].value = "fp8_e4m3"
+    explorer.refresh()
+    states.append({k: pio.to_json(f) for k, f in explorer.figures.items()})
+    got = _evaluate(browser, DECODE_JS + """
+      const kept = {};
+      for (const name of Object.keys(STATES[0])) {
+        document.body.innerHTML = '<div id="g" style="width:940px"></div>';
+        const gd = document.getElementById("g");
+        const first = figure(STATES[0][name]), second = figure(STATES[1][name]);
+        await Plotly.newPlot(gd, first.data, first.layout);
+        const calc = gd.calcdata;
+        await Plotly.react(gd, kvlabSameArrays(second.data, first.data), kvlabSameArrays(second.layout, first.layout));
+        kept[name] = [gd.calcdata === calc, gd._fullData.map((t) => t.opacity), (gd._fullLayout.shapes || []).length];
+        Plotly.purge(gd);
+      }
+      return kept;
+    """.replace("STATES", repr(states)), with_plotly=True)
+    assert got["heatmap"][0] is False and got["histogram"][0] is False  # new data: recalculated
+    assert got["attention"][0] is True and got["bytes"][0] is True  # a new highlight only
+    # and what is drawn is the new highlight: fp8_e4m3 (second of the compared schemes) opaque, one outline
+    assert got["attention"][1] == [0.45, 1, 0.45, 0.45, 0.45]
+    assert got["bytes"][2] == 1

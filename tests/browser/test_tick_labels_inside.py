@@ -64,6 +64,7 @@ def _states(name: str):
     """Every figure of explorer ``name`` as plotly JSON, after building it and after each change."""
     build, control, values = CHANGES[name]
     explorer = build(debounce_s=0)
+    explorer.refresh()  # deferred views (Playwright keeps an event loop running in this thread)
     states = [{k: pio.to_json(f) for k, f in explorer.figures.items()}]
     for value in values:
         explorer.controls[control].value = value
