@@ -32,7 +32,8 @@ def _evaluate(browser, script: str, with_plotly: bool = False):
 def test_equal_parts_become_the_objects_drawn_and_the_values_stay_the_new_ones(browser):
     got = _evaluate(browser, """
       const prev = {
-        x: new Float32Array([1, 2, 3]), y: [1, NaN, 3], z: [new Float32Array([1, 2]), new Float32Array([3, 4])],
+        x: new Float32Array([1, 2, 3]), y: [1, NaN, 3],
+        z: [new Float32Array([1, 2]), new Float32Array([3, 4])],
         customdata: [["r1", 5], ["r2", 6]], f64: new Float64Array([1, 2]), changed: [1, 2, 3],
         template: { layout: { colorway: ["#000", "#111"], font: { size: 12 } } },
         annotations: [{ text: "A", x: 0 }, { text: "B", x: 1 }], short: [1, 2],
@@ -42,20 +43,22 @@ def test_equal_parts_become_the_objects_drawn_and_the_values_stay_the_new_ones(b
       next.annotations[1].text = "B2";
       next.f64 = new Float32Array([1, 2]);  // same values, another type: new data for plotly
       next.short = [1, 2, 3];
-      const expected = JSON.stringify(next, (k, v) => ArrayBuffer.isView(v) ? [...v] : (v !== v ? "NaN" : v));
+      const plainJSON = (o) => JSON.stringify(o, (k, v) =>
+        ArrayBuffer.isView(v) ? [...v] : (v !== v ? "NaN" : v));
+      const expected = plainJSON(next);
       const out = kvlabSameArrays(next, prev);
       const same = {};
       for (const key of Object.keys(prev)) same[key] = out[key] === prev[key];
       return {
         same, annotation0: out.annotations[0] === prev.annotations[0],
         annotation1: out.annotations[1] === prev.annotations[1],
-        values: JSON.stringify(out, (k, v) => ArrayBuffer.isView(v) ? [...v] : (v !== v ? "NaN" : v)) === expected,
+        values: plainJSON(out) === expected,
         whole: kvlabSameArrays(structuredClone(prev), prev) === prev,
         none: kvlabSameArrays(next, undefined) === next,
       };
     """)
-    assert got["same"] == {"x": True, "y": True, "z": True, "customdata": True, "f64": False, "changed": False,
-                           "template": True, "annotations": False, "short": False}
+    assert got["same"] == {"x": True, "y": True, "z": True, "customdata": True, "f64": False,
+                           "changed": False, "template": True, "annotations": False, "short": False}
     assert got["annotation0"] and not got["annotation1"]
     assert got["values"] and got["whole"] and got["none"]
 
@@ -105,7 +108,10 @@ def test_the_view_draws_the_arrays_it_drew_last_when_only_a_name_changed(browser
     # fresh copy on every read, and the second draw gets the first draw's arrays back where unchanged
     got = _evaluate(browser, f"""
       const drawn = [];
-      const Plotly = {{ react: (el, data, layout) => {{ drawn.push([data, layout]); return Promise.resolve(el); }} }};
+      const Plotly = {{ react: (el, data, layout) => {{
+        drawn.push([data, layout]);
+        return Promise.resolve(el);
+      }} }};
       class View {{
         constructor(state) {{ this.el = {{ id: "v" }}; this.viewID = "v"; this.state = state;
                              this.model = {{ get: (name) => structuredClone(this.state[name] ?? null) }}; }}
@@ -176,8 +182,10 @@ def test_a_new_scheme_recalculates_only_lesson_02s_figures_whose_data_changed(br
         const first = figure(STATES[0][name]), second = figure(STATES[1][name]);
         await Plotly.newPlot(gd, first.data, first.layout);
         const calc = gd.calcdata;
-        await Plotly.react(gd, kvlabSameArrays(second.data, first.data), kvlabSameArrays(second.layout, first.layout));
-        kept[name] = [gd.calcdata === calc, gd._fullData.map((t) => t.opacity), (gd._fullLayout.shapes || []).length];
+        await Plotly.react(gd, kvlabSameArrays(second.data, first.data),
+                           kvlabSameArrays(second.layout, first.layout));
+        kept[name] = [gd.calcdata === calc, gd._fullData.map((t) => t.opacity),
+                      (gd._fullLayout.shapes || []).length];
         Plotly.purge(gd);
       }
       return kept;

@@ -45,16 +45,20 @@ DRAW_JS = """async (json) => {
   const overflow = {};
   for (const key of Object.keys(full)) {
     if (/^[xy]axis\\d*$/.test(key)) overflow[key] = full[key].ticklabeloverflow;
-    if (/^coloraxis\\d*$/.test(key) && full[key].showscale) overflow[key] = full[key].colorbar.ticklabeloverflow;
+    if (/^coloraxis\\d*$/.test(key) && full[key].showscale) {
+      overflow[key] = full[key].colorbar.ticklabeloverflow;
+    }
   }
   gd._fullData.forEach((t, i) => {
     if (t.showscale && t.colorbar) overflow[`trace ${i} colorbar`] = t.colorbar.ticklabeloverflow;
   });
   const box = gd.getBoundingClientRect();
   const labels = [...gd.querySelectorAll('g[class$="tick"] text')].filter((t) => t.textContent);
-  const outside = labels.map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) =>
-    r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5
-  ).map(([text, r]) => `${text} at ${Math.round(r.left)}-${Math.round(r.right)} x ${Math.round(r.top)}-${Math.round(r.bottom)}`);
+  const out = (r) => r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5
+    || r.bottom > box.bottom + 0.5;
+  const where = (r) => [r.left, r.right, r.top, r.bottom].map(Math.round).join(" ");
+  const outside = labels.map((t) => [t.textContent, t.getBoundingClientRect()]).filter(([, r]) => out(r))
+    .map(([text, r]) => `${text} at (left right top bottom) ${where(r)}`);
   Plotly.purge(gd);
   return {overflow, labels: labels.length, outside, width: box.width, height: box.height};
 }"""
@@ -87,7 +91,8 @@ def test_every_tick_label_lies_inside_its_figure_so_letting_them_overflow_hides_
                 where = f"{name} {figure} (state {step})"
                 assert got["overflow"], f"{where}: no axis"
                 assert set(got["overflow"].values()) == {"allow"}, f"{where}: {got['overflow']}"
-                assert got["outside"] == [], f"{where}: tick labels outside the {got['width']}x{got['height']} figure"
+                size = f"{got['width']}x{got['height']}"
+                assert got["outside"] == [], f"{where}: tick labels outside the {size} figure"
                 drawn += got["labels"]
     finally:
         page.close()
