@@ -108,6 +108,11 @@ class BlockPool:
             block.block_hash = None
         return True
 
+    def close(self) -> None:
+        """The pool will not be used again: unlink its free queue so that its blocks are freed with it,
+        without the cycle collector (:meth:`FreeBlockQueue.unlink_all`). It then has no free block."""
+        self.free_queue.unlink_all(self.blocks)
+
     # -- allocation ---------------------------------------------------------------------------------
     def get_new_blocks(self, n: int) -> list[KVCacheBlock]:
         """Pop ``n`` blocks from the head of the free queue, evicting their old hashes; ref count 1.

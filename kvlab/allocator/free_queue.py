@@ -120,6 +120,19 @@ class FreeBlockQueue:
         first.prev_free = prev
         self.num_free_blocks += len(blocks)
 
+    def unlink_all(self, blocks: Iterable[KVCacheBlock]) -> None:
+        """Empty the queue by dropping every link of ``blocks`` (all of the pool's) and of its ends.
+
+        The links of a doubly-linked list are reference cycles: without this, a pool that is no
+        longer used waits for Python's cycle collector, which has to walk every block (2-5 ms for a
+        pool of 6,553 blocks); unlinked, the blocks are freed as soon as the pool is.
+        """
+        for block in blocks:
+            block.prev_free = block.next_free = None
+        self.head.next_free = self.tail
+        self.tail.prev_free = self.head
+        self.num_free_blocks = 0
+
     def block_ids(self) -> list[int]:
         """Ids of the free blocks from head to tail (the eviction order)."""
         out = []

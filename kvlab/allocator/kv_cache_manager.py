@@ -287,6 +287,12 @@ class KVCacheManager:
             return False
         return all(p.reset_prefix_cache() for p in self.pools)
 
+    def close(self) -> None:
+        """The manager will not be used again: its pools' blocks are freed with it rather than by the
+        cycle collector (:meth:`BlockPool.close`)."""
+        for pool in self.pools:
+            pool.close()
+
     # -- block map ----------------------------------------------------------------------------------
     def block_states(self) -> list[BlockState]:
         """Every block of every pool with its owner requests and group (for block-map pictures)."""

@@ -196,14 +196,18 @@ def simulate(
     if gpu is not None:
         model, tp = config.model_kv, config.tensor_parallel_size
         timer = StepTimeModel(gpu, model, config.kv_cache_dtype, weight_dtype, tp, efficiencies)
-    return run_simulation(
-        config.build_kv_cache_manager(),
-        config.scheduler_config(),
-        workload,
-        max_steps=max_steps,
-        record_blocks=record_blocks,
-        detail=detail,
-        step_time=timer,
-        max_concurrency=max_concurrency,
-        progress=progress,
-    )
+    manager = config.build_kv_cache_manager()
+    try:
+        return run_simulation(
+            manager,
+            config.scheduler_config(),
+            workload,
+            max_steps=max_steps,
+            record_blocks=record_blocks,
+            detail=detail,
+            step_time=timer,
+            max_concurrency=max_concurrency,
+            progress=progress,
+        )
+    finally:
+        manager.close()  # its blocks are freed now, not by the cycle collector

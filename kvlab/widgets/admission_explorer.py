@@ -246,7 +246,7 @@ def build_admission_explorer(
 
     explorer = Explorer(c, figures, render,
                         panels={"banners": banners, "workload": workload_note, "time": time_panel},
-                        debounce_s=debounce_s)
+                        debounce_s=debounce_s, merge_traces=True)  # small traces: update, never replace
     explorer.banners = banners
     explorer.time_panel = time_panel
     explorer.results = {}

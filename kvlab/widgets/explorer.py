@@ -60,6 +60,8 @@ class Explorer:
         updates: how many updates ran.
         first_view_s: wall and CPU seconds of the last update until the figures it did not defer
             (:meth:`later`) were sent.
+        merge_traces: figures are synced with ``merge`` (:func:`~kvlab.widgets.figure_sync.sync_figure`):
+            traces that change different properties are updated in place, not replaced.
     """
 
     def __init__(
@@ -70,8 +72,10 @@ class Explorer:
         *,
         panels: dict[str, widgets.HTML] | None = None,
         debounce_s: float = 0.15,
+        merge_traces: bool = False,
     ) -> None:
         self.controls = controls
+        self.merge_traces = merge_traces
         self.figures = figures
         self.panels = dict(panels or {})
         self.stale: set[str] = set()
@@ -179,7 +183,10 @@ class Explorer:
             with cyclic_gc_paused(), one_torch_thread(), unvalidated_figures():
                 new_figures = render() or {}
                 for name, fig in new_figures.items():
-                    sync_figure(self.figures[name], fig)
+                    if self.merge_traces:
+                        sync_figure(self.figures[name], fig, merge=True)
+                    else:
+                        sync_figure(self.figures[name], fig)
                     self._current.add(name)
         except (ValueError, RuntimeError, KeyError) as exc:
             self._inputs.clear()

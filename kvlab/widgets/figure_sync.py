@@ -28,11 +28,15 @@ _WIDGET_OWNED = frozenset({"uid"})
 _RESET_LISTS = ("annotations", "shapes")
 
 
-def _changed_properties(target: go.FigureWidget, source: go.Figure) -> list[dict] | None:
+def _changed_properties(target: go.FigureWidget, source: go.Figure, merge: bool = False) -> list[dict] | None:
     """Per trace, the properties of ``source`` whose values differ from the widget's; ``None`` when
     the traces cannot be updated in place: they differ in number, type or in which properties they
     set, or the changed traces do not all change the same properties (one update message lists one
-    value per changed trace for each property it sets)."""
+    value per changed trace for each property it sets) and ``merge`` is off.
+
+    With ``merge``, each trace lists only what it changed, even when another trace changes other
+    properties: plotly's batch fills the gaps with ``Undefined``, which reaches the page as
+    ``undefined`` and leaves that trace's property as it is (``Plotly.update`` skips it)."""
     old, new = target._data, source._data
     if len(old) != len(new):
         return None
@@ -42,29 +46,35 @@ def _changed_properties(target: go.FigureWidget, source: go.Figure) -> list[dict
         if keys != {k for k in o if k not in _WIDGET_OWNED} or o.get("type") != n.get("type"):
             return None
         changes.append({k: n[k] for k in keys if not BasePlotlyType._vals_equal(o[k], n[k])})
-    if len({frozenset(c) for c in changes if c}) > 1:
+    if not merge and len({frozenset(c) for c in changes if c}) > 1:
         return None
     return changes
 
 
 def _changed_layout(target: go.FigureWidget, layout: dict) -> dict:
     """The entries of ``layout`` (a plotly-JSON layout) whose values differ from the widget's, each
-    whole, as they must be set; the lists a replacement resets (a stale mark adds to them) are set
-    whenever the widget holds other items, and emptied when ``layout`` has none. Empty when applying
-    ``layout`` would change nothing the widget shows."""
+    whole and copied (the widget never shares them with ``layout``), as they must be set; the lists
+    a replacement resets (a stale mark adds to them) are set whenever the widget holds other items,
+    and emptied when ``layout`` has none. Empty when applying ``layout`` would change nothing the
+    widget shows."""
     held = target._layout
-    changed = {key: value for key, value in layout.items() if key not in _RESET_LISTS
+    changed = {key: deepcopy(value) for key, value in layout.items() if key not in _RESET_LISTS
                and (key not in held or not BasePlotlyType._vals_equal(held[key], value))}
     for key in _RESET_LISTS:
         items = list(layout.get(key) or ())
         if not BasePlotlyType._vals_equal(list(held.get(key) or ()), items):
-            changed[key] = items
+            changed[key] = deepcopy(items)
     return changed
 
 
-def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
+def sync_figure(target: go.FigureWidget, source: go.Figure, *, merge: bool = False) -> None:
     """Make ``target`` show ``source`` (see the module docstring): changed values in one update
     message, or the traces replaced (a delete and an add message) with a changed layout between.
+
+    ``merge=True`` also updates in place when the changed traces change different properties, each
+    trace sending only its own changes (:func:`_changed_properties`), instead of replacing every
+    trace: lesson 05's admission explorer (a window or chunk change changes ``x`` of some traces and
+    ``x``, ``y`` and ``customdata`` of others) copies its figures in 4-9 ms of CPU instead of 11-20.
 
     When replacing, the layout goes between the delete and the add, while the figure has no traces:
     a layout change that makes plotly recompute the data (a colour range, an axis) then finds none,
@@ -77,10 +87,11 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
     (``source`` was built by kvlab's builders, validated in the tests).
     """
     target._validate = validating()
-    layout = source.layout.to_plotly_json()
-    if target.layout.template.layout.paper_bgcolor is not None:
-        layout.pop("template", None)  # every kvlab figure uses one template; re-validating it is slow
-    changes = _changed_properties(target, source)
+    layout = source._layout  # read only: the entries that changed are copied (_changed_layout)
+    if _template_background(target) is not None:
+        # every kvlab figure uses one template; re-validating it is slow
+        layout = {key: value for key, value in layout.items() if key != "template"}
+    changes = _changed_properties(target, source, merge)
     new_layout = _changed_layout(target, layout)
     if changes is None:  # replaced: delete, layout, add
         with target.batch_update():
@@ -95,6 +106,12 @@ def sync_figure(target: go.FigureWidget, source: go.Figure) -> None:
             for index, changed in enumerate(changes):
                 for key, value in changed.items():  # what setting trace[key] records in a batch
                     target._batch_trace_edits.setdefault(index, {})[key] = _copied(value)
+
+
+def _template_background(target: go.FigureWidget):
+    """The widget's template's ``paper_bgcolor`` (``target.layout.template.layout.paper_bgcolor``, read
+    from the widget's layout data: building the template's objects cost a tenth of a sync)."""
+    return ((target._layout.get("template") or {}).get("layout") or {}).get("paper_bgcolor")
 
 
 def _apply_layout(target: go.FigureWidget, changed: dict) -> None:
