@@ -2,7 +2,8 @@
 
 Each figure stacks one panel per configuration (e.g. two admission policies) on a shared step axis,
 so the same moment can be compared across them. Traces are plain dicts with NumPy data, validated
-once by ``go.Figure`` (the admission explorer redraws all three figures on every slider move).
+once by ``go.Figure``; inside :func:`kvlab.plots.plain.plain_figures` the builders return those dicts
+as they are (the admission explorer redraws all three figures on every change).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import plotly.graph_objects as go
 
 from kvlab.analysis import REQUEST_STATES, BlockSeries, GatePoint, StateSpan
 from kvlab.plots.palette import GREY_DARK, KIND_COLORS, OKABE_ITO, STATE_COLORS
-from kvlab.plots.style import axis, base_layout, checked, column
+from kvlab.plots.plain import PlainFigure, built_figure
+from kvlab.plots.style import axis, base_layout, column
 
 STEP_AXIS = "step (scheduler steps)"
 
@@ -43,7 +45,7 @@ def _refs(i: int) -> dict:
 
 def timeline_figure(
     panels: Mapping[str, Sequence[StateSpan]], *, stalls: Mapping[str, int | None] | None = None, title: str
-) -> go.Figure:
+) -> go.Figure | PlainFigure:
     """Gantt chart: one row per request, coloured by state (waiting, prefill, decode, preempted)."""
     traces = []
     shapes = []
@@ -82,10 +84,10 @@ def timeline_figure(
         lay[f"yaxis{suffix}"].update(categoryorder="array", categoryarray=order_of[label])
     lay["annotations"] = [*lay["annotations"], *stall_notes]
     lay.update(barmode="overlay", shapes=shapes, bargap=0.25)
-    return go.Figure(data=traces, layout=lay, **checked())
+    return built_figure(traces, lay)
 
 
-def blocks_figure(panels: Mapping[str, BlockSeries], *, title: str) -> go.Figure:
+def blocks_figure(panels: Mapping[str, BlockSeries], *, title: str) -> go.Figure | PlainFigure:
     """Blocks in use per group (stacked) after every step, with the pool size as a dotted line."""
     traces = []
     for i, (label, series) in enumerate(panels.items()):
@@ -109,11 +111,11 @@ def blocks_figure(panels: Mapping[str, BlockSeries], *, title: str) -> go.Figure
             hovertemplate=f"pool: {series.pool_size:,} usable blocks<extra>{label}</extra>", **_refs(i),
         ))
     lay = _panels_layout(list(panels), title, "blocks in use (blocks)", 170, rangemode="tozero")
-    return go.Figure(data=traces, layout=lay, **checked())
+    return built_figure(traces, lay)
 
 
 def gate_figure(panels: Mapping[str, Sequence[GatePoint]], pool_sizes: Mapping[str, int], *,
-                title: str) -> go.Figure:
+                title: str) -> go.Figure | PlainFigure:
     """At each admission attempt: blocks the gate asked for (admitted or refused) and blocks free."""
     traces = []
     for i, (label, points) in enumerate(panels.items()):
@@ -143,4 +145,4 @@ def gate_figure(panels: Mapping[str, Sequence[GatePoint]], pool_sizes: Mapping[s
             hovertemplate=f"pool: {pool:,} usable blocks<extra>{label}</extra>", **_refs(i),
         ))
     lay = _panels_layout(list(panels), title, "blocks (blocks)", 170, rangemode="tozero")
-    return go.Figure(data=traces, layout=lay, **checked())
+    return built_figure(traces, lay)

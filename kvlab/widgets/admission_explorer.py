@@ -48,6 +48,7 @@ from kvlab.kvdata import WORKLOAD_NAMES, WORKLOADS, workload
 from kvlab.models import PRESET_NAMES, ModelKV, get_model
 from kvlab.plots.admission import blocks_figure, gate_figure, timeline_figure
 from kvlab.plots.palette import OKABE_ITO, categorical
+from kvlab.plots.plain import plain_figures
 from kvlab.plots.timing import latency_figure
 from kvlab.plots.timing import timeline_figure as time_figure
 from kvlab.quantization import SCHEME_NAMES
@@ -221,15 +222,17 @@ def build_admission_explorer(
             explorer.status.note(f"{' and '.join(stalled)} stalled. {summary}")
         else:
             explorer.status.ok(summary)
-        return {
-            "timeline": timeline_figure({k: request_state_spans(r) for k, r in results.items()},
-                                        stalls=stalls, title="Requests over time"),
-            "blocks": blocks_figure({k: blocks_in_use(r) for k, r in results.items()},
-                                    title="Blocks in use per group, against the pool"),
-            "gate": gate_figure({k: gate_points(r) for k, r in results.items()},
-                                {k: r.timeline[0].pool_size if r.timeline else 0 for k, r in results.items()},
-                                title="Admission gate: blocks asked vs blocks free at each attempt"),
-        }
+        pools = {k: r.timeline[0].pool_size if r.timeline else 0 for k, r in results.items()}
+        with plain_figures():  # copied into the widgets from their dicts, no plotly objects built
+            return {
+                "timeline": timeline_figure({k: request_state_spans(r) for k, r in results.items()},
+                                            stalls=stalls, title="Requests over time"),
+                "blocks": blocks_figure({k: blocks_in_use(r) for k, r in results.items()},
+                                        title="Blocks in use per group, against the pool"),
+                "gate": gate_figure({k: gate_points(r) for k, r in results.items()},
+                                    pools,
+                                    title="Admission gate: blocks asked vs blocks free at each attempt"),
+            }
 
     def time_view(timed: dict[str, SimulationResult], gpu: str):
         """The views in seconds of the runs (drawn after the figures in steps: see :meth:`Explorer.later`)."""
