@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from kvlab.plots.palette import GREY, OKABE_ITO, SEQUENTIAL, scheme_color
 from kvlab.plots.quantization import grid_columns, log_color_ticks
-from kvlab.plots.style import axis, base_layout, checked, figure
+from kvlab.plots.style import COLORBAR_STYLE, axis, base_layout, checked, figure
 
 
 def head_error_figure(
@@ -45,7 +45,7 @@ def output_difference_figure(diff: np.ndarray, *, title: str, what: str) -> go.F
     lay.update(
         xaxis=axis("channel (index)"), yaxis=axis("query token × head (row)", autorange="reversed"),
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=bottom, cmax=top,
-                       colorbar=dict(title=dict(text="|difference|<br>(log scale)"),
+                       colorbar=dict(title=dict(text="|difference|<br>(log scale)"), **COLORBAR_STYLE,
                                      **log_color_ticks(int(np.ceil(bottom)), int(np.floor(top))))),
     )
     return go.Figure(data=[trace], layout=lay, **checked())

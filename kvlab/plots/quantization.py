@@ -10,10 +10,14 @@ import plotly.graph_objects as go
 
 from kvlab.analysis import ContextError, LogHistogram, SchemeBytes
 from kvlab.plots.palette import GREY, KV_COLORS, OKABE_ITO, SEQUENTIAL, scheme_color
-from kvlab.plots.style import axis, base_layout, checked, figure
+from kvlab.plots.style import COLORBAR_STYLE, axis, base_layout, checked, figure
 
 #: Significant digits of the error in the heatmaps' hover.
 HOVER_DIGITS = 3
+#: Marker size of every line of :func:`attention_error_figure` (pixels).
+ATTENTION_MARKER_PX = 7
+#: Gap between the bars of :func:`scale_bytes_figure` (fraction of a category; plotly's default).
+BAR_GAP = 0.2
 
 
 def log_color_ticks(low_exp: int, high_exp: int) -> dict:
@@ -151,6 +155,7 @@ def error_heatmaps_figure(
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=bottom, cmax=top,
                        colorbar=dict(title=dict(text="|error|<br>(value units,<br>log scale"
                                                      + (",<br>shared scale)" if shared else ")")),
+                                     **COLORBAR_STYLE,
                                      **log_color_ticks(int(np.ceil(bottom)), int(np.floor(top))))),
         annotations=[
             dict(text=f"<b>{t}</b>: |error|", x=x, y=1.0, xref="paper", yref="paper", xanchor="center",
@@ -182,7 +187,12 @@ def error_histogram_figure(k_hist: LogHistogram, v_hist: LogHistogram, *, title:
 def attention_error_figure(
     series: Mapping[str, Sequence[ContextError]], *, highlight: str | None = None, title: str
 ) -> go.Figure:
-    """Relative error of the attention output vs context length, one line per scheme."""
+    """Relative error of the attention output vs context length, one line per scheme.
+
+    ``highlight`` is drawn opaque and thicker. Only the lines' opacity and width mark it (every marker
+    is :data:`ATTENTION_MARKER_PX`): both are style, so a live figure redraws a new highlight without
+    recalculating the figure (a marker size is not).
+    """
     traces = []
     for scheme, points in series.items():
         strong = highlight is None or scheme == highlight
@@ -190,7 +200,7 @@ def attention_error_figure(
             x=[p.context for p in points], y=[p.rel_error for p in points], name=scheme,
             mode="lines+markers", opacity=1.0 if strong else 0.45,
             line=dict(color=scheme_color(scheme), width=3 if strong else 1.5),
-            marker=dict(size=7 if strong else 5),
+            marker=dict(size=ATTENTION_MARKER_PX),
             hovertemplate=f"{scheme}<br>context %{{x}} tokens<br>relative error %{{y:.3g}}<extra></extra>",
             **checked(),
         ))
@@ -200,13 +210,16 @@ def attention_error_figure(
 
 
 def scale_bytes_figure(rows: Sequence[SchemeBytes], *, highlight: str | None = None, title: str) -> go.Figure:
-    """Bytes per token per layer of each scheme, data and scales stacked, with the scale share on hover."""
+    """Bytes per token per layer of each scheme, data and scales stacked, with the scale share on hover.
+
+    ``highlight``'s data bar is outlined in black: a rectangle of the layout (a shape) around the bar,
+    so that a live figure moves the outline without recalculating its traces (an outline in the bars'
+    own colours would be a new array of them). The bars are 0.8 of a category wide (``bargap`` 0.2).
+    """
     names = [r.scheme for r in rows]
     data = go.Bar(
         x=names, y=[r.data_bytes for r in rows], name="K and V data (colour: dtype)",
-        marker=dict(color=[scheme_color(n) for n in names],
-                    line=dict(width=2, color=[OKABE_ITO["black"] if n == highlight else "rgba(0,0,0,0)"
-                                              for n in names])),
+        marker=dict(color=[scheme_color(n) for n in names]),
         customdata=[r.total_bytes for r in rows],
         hovertemplate="%{x}<br>data %{y:,} B of %{customdata:,} B per token<extra></extra>", **checked(),
     )
@@ -219,5 +232,8 @@ def scale_bytes_figure(rows: Sequence[SchemeBytes], *, highlight: str | None = N
     # "+x %" reads as "x % more than the data": the scales over the data, as the lesson's text says it
     notes = [dict(x=r.scheme, y=r.total_bytes, text=f"+{100 * r.scale_overhead:.1f} %",
                   showarrow=False, yshift=10) for r in rows if r.scale_bytes]
+    outline = [dict(type="rect", xref="x", yref="y", x0=i - (1 - BAR_GAP) / 2, x1=i + (1 - BAR_GAP) / 2,
+                    y0=0, y1=r.data_bytes, line=dict(color=OKABE_ITO["black"], width=2), layer="above")
+               for i, r in enumerate(rows) if r.scheme == highlight]
     return figure([data, scales], title, "KV-cache dtype", "bytes per token per layer (bytes)",
-                  barmode="stack", annotations=notes)
+                  barmode="stack", bargap=BAR_GAP, annotations=notes, shapes=outline)

@@ -13,8 +13,14 @@ from kvlab.plots.palette import CATEGORICAL, GREY_DARK, GREY_LIGHT
 
 FONT_FAMILY = "Inter, Helvetica, Arial, sans-serif"
 
+#: ``ticklabeloverflow="allow"``: plotly's default ("hide past div") measures every tick label on the page
+#: after each draw, to hide one that would cross the figure's edge. The margins grow to fit the labels
+#: (``automargin``), so none does (checked in ``tests/browser/test_tick_labels_inside.py``), and the
+#: measuring was 20 % of lesson 05's redraw in Chromium (``benchmarks/widgets_notes.md``).
 _AXIS_STYLE = dict(gridcolor=GREY_LIGHT, linecolor=GREY_DARK, showline=True, ticks="outside",
-                   zeroline=False, automargin=True)
+                   zeroline=False, automargin=True, ticklabeloverflow="allow")
+#: Colour bars measure their tick labels the same way (:data:`_AXIS_STYLE`).
+COLORBAR_STYLE = dict(ticklabeloverflow="allow")
 
 #: A small template (white background, light grid, the palette's colour order). plotly's built-in
 #: templates describe every trace type and cost ~15 ms to validate on each update; this one is tiny.

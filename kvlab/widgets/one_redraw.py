@@ -118,6 +118,53 @@ function kvlabDrawQueue() {
   return q;
 }
 
+// ``next`` (a figure's traces or layout, fresh from the model) with every array equal to the one at
+// the same place in ``prev`` (what was drawn last) replaced by ``prev``'s own object. Arrays of
+// numbers or strings, and arrays of them (a grid's rows, customdata), compare element by element (NaN
+// equal to NaN); objects and arrays of objects (traces, annotations) are walked key by key, and one
+// whose every part is ``prev``'s is replaced by ``prev``'s too. Plotly.react takes any new array (or
+// template) object as new data, and then recalculates the whole figure; given the same objects, it
+// restyles a change of names, hover text or style alone without recalculating.
+function kvlabSameArrays(next, prev) {
+  const isArray = (v) => Array.isArray(v) || ArrayBuffer.isView(v);
+  const plain = (v) => v !== null && typeof v === "object" && !isArray(v);
+  const equal = (a, b) => {
+    if (a === b) return true;
+    if (!isArray(b) || a.length !== b.length || Array.isArray(a) !== Array.isArray(b)) return false;
+    if (!Array.isArray(a) && a.constructor !== b.constructor) return false;
+    for (let i = 0; i < a.length; i++) {
+      const x = a[i], y = b[i];
+      if (x === y || (x !== x && y !== y)) continue;
+      if (!isArray(x) || !equal(x, y)) return false;
+    }
+    return true;
+  };
+  // n, with its parts equal to p's replaced by p's; p itself when every part is p's (an object or a
+  // list of objects: a template, a colour bar, annotations)
+  const same = (n, p) => {
+    if (p === undefined || p === null || n === p) return p === undefined || p === null ? n : p;
+    if (isArray(n)) {
+      if (equal(n, p)) return p;
+      if (!Array.isArray(n) || !Array.isArray(p)) return n;
+      let all = n.length === p.length;
+      for (let i = 0; i < n.length; i++) {
+        if (i < p.length && plain(n[i]) && plain(p[i])) n[i] = same(n[i], p[i]);
+        all = all && n[i] === p[i];
+      }
+      return all ? p : n;
+    }
+    if (!plain(n) || !plain(p)) return n;
+    const keys = Object.keys(n);
+    let all = keys.length === Object.keys(p).length;
+    for (const key of keys) {
+      n[key] = same(n[key], p[key]);
+      all = all && n[key] === p[key];
+    }
+    return all ? p : n;
+  };
+  return same(next, prev);
+}
+
 function kvlabOneRedraw(View, Plotly) {
   if (!View || !Plotly || typeof Plotly.react !== "function" || View.prototype.__kvlabOneRedraw) return;
   const proto = View.prototype;
@@ -173,9 +220,13 @@ function kvlabOneRedraw(View, Plotly) {
     if (this.__kvlabRemoved) return reportWhenQuiet();
     const edits = this.__kvlabEdits || {};
     this.__kvlabEdits = {};
-    // the view's model deserializes on every get: fresh objects (data arrays are views of the model's)
-    const data = this.model.get("_widget_data");
-    const layout = this.model.get("_widget_layout");
+    // the view's model deserializes on every get: fresh objects (data arrays are views of the model's);
+    // arrays equal to those drawn last are passed as the very objects drawn, so that Plotly.react
+    // recomputes only what changed (a change of style alone is restyled, not recalculated)
+    const data = kvlabSameArrays(this.model.get("_widget_data"), this.__kvlabDrawn);
+    const layout = kvlabSameArrays(this.model.get("_widget_layout"), this.__kvlabDrawnLayout);
+    this.__kvlabDrawn = data;
+    this.__kvlabDrawnLayout = layout;
     if (!layout.height) layout.height = 360;  // as plotly's view draws a figure the first time
     queue.drawing += 1;
     Promise.resolve(Plotly.react(this.el, data, layout)).then(() => {
