@@ -1,4 +1,5 @@
-"""Checks every explorer figure must pass: titled axes (with units unless categorical), hover text."""
+"""Checks every explorer figure must pass: titled axes (with units unless categorical), hover text, bars
+on a linear or categorical position axis."""
 
 from __future__ import annotations
 
@@ -30,3 +31,9 @@ def assert_well_formed(fig: go.FigureWidget, name: str) -> None:
                 assert _UNIT.search(title), f"{name}: axis title {title!r} names no unit in parentheses"
         has_hover = bool(tr.hovertemplate) or bool(getattr(tr, "hovertext", None))
         assert has_hover, f"{name}: trace {tr.name!r} has no hover text"
+        if tr.type == "bar":
+            # plotly draws a bar on a log position axis a sliver wide (its width is a fraction of
+            # the smallest gap between positions, which a log axis squeezes): lesson 03 had such bars
+            letter = "y" if tr.orientation == "h" else "x"
+            position_axis = fig.layout[_axis_name(letter, getattr(tr, f"{letter}axis", None))]
+            assert position_axis.type != "log", f"{name}: bars of {tr.name!r} stand on a log {letter} axis"
