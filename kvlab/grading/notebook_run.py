@@ -10,6 +10,7 @@ limit of :mod:`kvlab.exercises.time_limit`, so a looping function is reported li
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,7 +176,10 @@ def grade_notebook(sub: Submission, limits: GradeLimits | None = None) -> list[G
     timed_out: list[int] = []
     seconds = [0.0] * len(cells)
     try:
-        with client.setup_kernel():
+        # The kernel process's own stderr holds only start-up chatter (a warning per kernel that its
+        # local connection is not encrypted); what the student's code writes to stderr still reaches
+        # the cell outputs through the kernel's messages.
+        with client.setup_kernel(stderr=subprocess.DEVNULL):
             for index, cell in enumerate(cells):
                 start = time.monotonic()
                 client.execute_cell(cell, index)

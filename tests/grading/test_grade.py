@@ -89,7 +89,7 @@ def test_find_submissions_follows_nbgrader_layout(tmp_path):
         find_submissions(tmp_path / "alice" / "ps2")
 
 
-def test_grade_writes_one_row_per_student_exercise_check(tmp_path, monkeypatch, capsys):
+def test_grade_writes_one_row_per_student_exercise_check(tmp_path, monkeypatch, capfd):
     _plant(tmp_path / "submitted")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("TRITON_INTERPRET", "1")
@@ -128,7 +128,9 @@ def test_grade_writes_one_row_per_student_exercise_check(tmp_path, monkeypatch, 
     for row in rows.values():
         assert "Traceback" not in row["message"]
 
-    printed = capsys.readouterr().out
+    captured = capfd.readouterr()  # the file descriptors: the kernels' own processes write there too
+    printed = captured.out
+    assert "IPKernelApp" not in captured.err  # no kernel start-up chatter between the grading lines
     assert "7 rows (7 notebooks)" in printed
     assert "1/1" in printed and "0/1" in printed  # alice's and the others' lines of the student table
     assert "1/7" in printed  # the exercise table: one student of seven passed quantize_int8
