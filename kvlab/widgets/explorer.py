@@ -183,10 +183,7 @@ class Explorer:
             with cyclic_gc_paused(), one_torch_thread(), unvalidated_figures():
                 new_figures = render() or {}
                 for name, fig in new_figures.items():
-                    if self.merge_traces:
-                        sync_figure(self.figures[name], fig, merge=True)
-                    else:
-                        sync_figure(self.figures[name], fig)
+                    sync_figure(self.figures[name], fig, merge=self.merge_traces)
                     self._current.add(name)
         except (ValueError, RuntimeError, KeyError) as exc:
             self._inputs.clear()

@@ -213,7 +213,8 @@ def test_a_change_sends_the_heatmaps_after_the_other_figures(explorer, monkeypat
     sent: list[str] = []
     sync = explorer_module.sync_figure
     monkeypatch.setattr(explorer_module, "sync_figure",
-                        lambda target, source: (sent.append(names[id(target)]), sync(target, source)))
+                        lambda target, source, **options: (sent.append(names[id(target)]),
+                                                             sync(target, source, **options)))
     explorer.controls["scheme"].value = "fp8_e5m2"
     assert sent == ["histogram", "bytes", "heatmap", "attention"]
 
