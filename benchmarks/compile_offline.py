@@ -2,15 +2,13 @@
 the compiler made of it: registers and stack per thread (spills), shared memory, and a few PTX counts.
 
     PYTHONPATH=. python benchmarks/compile_offline.py [scheme ...] [--loops] [--int8-cast | --int8-values=0|1]
-        [--l2-ahead=TILES]
 
 For each scheme it compiles the launch shapes the benchmark times (B=1 and B=64 at L=32768, B=1 at
 L=1024 and 8192, the 2,048-token prefill chunk over 8,192), with the tiling ``choose_tiling`` picks for them.
 ``--loops`` adds, per case, the instructions of each loop body of the SASS (per warp and key tile: the
 backward branch's target to the branch) and their commonest opcodes; ``--int8-cast`` compiles int8
 with Triton's own cast instead of :mod:`kvlab.kernels.int8_decode`, ``--int8-values=0|1`` overrides
-its rule for the values (round 7's counts); ``--l2-ahead=TILES`` sets the decode's L2 prefetch
-distance (:mod:`kvlab.kernels.l2_prefetch`; 0: off). The numbers quoted in ``kernel_notes.md`` (for example,
+its rule for the values (round 7's counts). The numbers quoted in ``kernel_notes.md`` (for example,
 the int8 decode step spilling 400 bytes per thread under its register cap when V was loaded next to
 K) come from this script. It costs no device time: Triton's own ``ptxas`` and ``cuobjdump`` do the
 work on the CPU.
@@ -145,11 +143,8 @@ def _options(flags: list[str]) -> dict:
             options["int8_fast_decode"] = False
         elif flag.startswith("--int8-values="):
             options["int8_fast_values"] = flag.split("=", 1)[1] == "1"
-        elif flag.startswith("--l2-ahead="):
-            options["l2_ahead"] = int(flag.split("=", 1)[1])
         elif flag != "--loops":
-            raise SystemExit(f"unknown option {flag}; allowed: --loops, --int8-cast, --int8-values=0|1, "
-                             "--l2-ahead=TILES")
+            raise SystemExit(f"unknown option {flag}; allowed: --loops, --int8-cast, --int8-values=0|1")
     return options
 
 

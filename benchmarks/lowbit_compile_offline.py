@@ -2,10 +2,11 @@
 the compiler made of it: registers and stack per thread, shared memory, and PTX counts that tell
 where the time goes (conversion instructions, shared-memory traffic, tensor-core instructions).
 
-    PYTHONPATH=. python benchmarks/lowbit_compile_offline.py [--ptx DIR] [--l2-ahead STEPS] [scheme ...]
+    PYTHONPATH=. python benchmarks/lowbit_compile_offline.py [--ptx DIR] [scheme ...]
 
 Same method as ``benchmarks/compile_offline.py`` (whose compile helpers it uses): CPU tensors give the
-dtypes and strides, ``triton.compile`` targets ``GPUTarget("cuda", 90, 32)``; nothing runs.
+dtypes and strides, ``triton.compile`` targets ``GPUTarget("cuda", 90, 32)``; nothing runs. Each case
+also prints its SASS loops' instruction counts and commonest opcodes (per warp and key tile).
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ PTX_COUNTS = ("cvt.", "ld.shared", "st.shared", "ldmatrix", "cp.async", "ld.glob
 
 def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: int | None,
            ptx_dir: str | None, maxnreg: int | None = None, step: int | None = None,
-           packed_fma: bool = False, l2_ahead: int | None = None) -> str:
+           packed_fma: bool = False) -> str:
     ex = build_paged_example([new], [300], num_q_heads=32, num_kv_heads=8, head_size=128, scheme=scheme,
                              query_dtype=torch.bfloat16)
     call = call_mod.prepare_lowbit_attention(ex.query, ex.cache, ex.batch, tile_n=tile, num_warps=warps,
                                              num_stages=stages, max_registers=maxnreg,
-                                             tiles_per_step=step, packed_fma=packed_fma, l2_ahead=l2_ahead)
+                                             tiles_per_step=step, packed_fma=packed_fma)
     launch = call._launch
     kernel = compile_sm90(lowbit_attention_kernel, launch.args, launch.consts, call.num_warps,
                           call.options["num_stages"], maxnreg or call.options.get("maxnreg"))
@@ -71,13 +72,11 @@ if __name__ == "__main__":
     ap.add_argument("--step", type=int, help="key tiles per loop step")
     ap.add_argument("--packed-fma", action="store_true",
                     help="KIVI's c*s + z as packed fma.rn.f16x2 (notes v7)")
-    ap.add_argument("--l2-ahead", type=int, help="a decode's L2 prefetch distance in loop steps (0: off)")
     ap.add_argument("--new", type=int, action="append", help="new tokens per program's sequence (1 = decode)")
     ap.add_argument("schemes", nargs="*", default=["int4_per_token_head", "kivi4", "kivi2"])
     a = ap.parse_args()
     for scheme in a.schemes:
         for new in a.new or [c[1] for c in CASES]:
             for t in a.tile or [None]:
-                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, a.packed_fma,
-                             a.l2_ahead),
+                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, a.packed_fma),
                       flush=True)

@@ -81,7 +81,6 @@ from kvlab.kernels.launch_config import (
     AttentionTiling,
     choose_tiling,
     fused_split_merge,
-    l2_prefetch,
     next_pow2,
     query_block_count,
     unmasked_decode_tiles,
@@ -168,8 +167,6 @@ def prepare_paged_attention(
     fused_merge: bool | None = None,
     output_scale: float = 1.0,
     dequantize_first: bool | None = None,
-    l2_ahead: int | None = None,
-    l2_grain: int | None = None,
 ) -> PagedAttentionCall | DequantizedPrefillCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
@@ -189,10 +186,7 @@ def prepare_paged_attention(
     the values). ``dequantize_first`` converts the blocks of an 8-bit cache the batch reads once into a
     16-bit scratch and runs the 16-bit kernel over it (:mod:`kvlab.kernels.dequantized_prefill`; ``None``:
     its rule for prefill batches, never when ``tiling`` or ``num_splits`` is given); the call returned is
-    then a :class:`~kvlab.kernels.dequantized_scratch.DequantizedPrefillCall`. ``l2_ahead`` (tiles) and
-    ``l2_grain`` (bytes) override :func:`~kvlab.kernels.launch_config.l2_prefetch`, the rule that asks a
-    decode's K/V rows into L2 ahead of use (:mod:`kvlab.kernels.l2_prefetch`; off in the interpreter
-    unless ``l2_ahead`` is given).
+    then a :class:`~kvlab.kernels.dequantized_scratch.DequantizedPrefillCall`.
     """
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -246,9 +240,6 @@ def prepare_paged_attention(
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits
 
-    # the L2 prefetch of a decode (kernels/l2_prefetch.py): off in the interpreter unless asked for
-    l2_ahead, l2_per_row = l2_prefetch(decode_only, max(head_size, hv) * sch.element_bytes,
-                                       0 if INTERPRET and l2_ahead is None else l2_ahead, l2_grain)
     part_acc, part_stat = split_workspace(out, splits)
     fused = fused_split_merge(decode_only, splits, fused_merge)
     tickets = split_tickets(q_blocks * nkv, out.device) if fused else out
@@ -292,8 +283,6 @@ def prepare_paged_attention(
             if decode_full_tiles is None else decode_full_tiles),
         INT8_K_OVER_64=int8_k, INT8_V_OVER_64=int8_v,
         **fused_merge_consts(fused, splits, hv),
-        L2_AHEAD=l2_ahead, L2_PER_ROW=l2_per_row,
-        K_ROW_BYTES=head_size * sch.element_bytes, V_ROW_BYTES=hv * sch.element_bytes,
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
     if tiling.max_registers is not None and not INTERPRET:

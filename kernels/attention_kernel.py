@@ -8,7 +8,6 @@ inner step over one key tile is :func:`kvlab.kernels.attention_tile.attend_tile`
 from __future__ import annotations
 
 from kvlab.kernels.attention_tile import attend_tile, dot_operand, key_tile_range, tile_block_ids, tile_scales
-from kvlab.kernels.l2_prefetch import ahead_block_ids, prefetch_kv_tile
 from kvlab.kernels.numerics import to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
 from kvlab.kernels.split_reduce import merge_segments
@@ -92,8 +91,6 @@ def paged_attention_kernel(
     INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr, LONGEST_FIRST: tl.constexpr,
     DECODE_FULL_TILES: tl.constexpr, INT8_K_OVER_64: tl.constexpr, INT8_V_OVER_64: tl.constexpr,
     FUSED_MERGE: tl.constexpr, SPLITS_PAD: tl.constexpr, MERGE_BLOCK_D: tl.constexpr,
-    L2_AHEAD: tl.constexpr = 0, L2_PER_ROW: tl.constexpr = 1, K_ROW_BYTES: tl.constexpr = 0,
-    V_ROW_BYTES: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
@@ -171,19 +168,7 @@ def paged_attention_kernel(
     blk = tile_block_ids(bt_row, tile_lo, kv_start, kv_end, TILE_N, BLOCK_SIZE)
     sk, sv = tile_scales(k_scale_ptr, v_scale_ptr, blk, tile_lo, kv_start, kv_end, kv_head, QUANT_MODE,
                          NUM_KV_HEADS, TILE_N, BLOCK_SIZE, SCALES_BY_TOKEN)
-    # L2_AHEAD > 0 (decode): tile t + L2_AHEAD's K/V rows are asked into L2 during step t, and the
-    # segment's first tiles before the loop (kernels/l2_prefetch.py); no number changes.
-    if L2_AHEAD > 0:
-        for j in tl.static_range(1, L2_AHEAD):
-            pf_blk, pf_wanted = ahead_block_ids(bt_row, tile_lo + j, tile_hi, kv_start, kv_end, TILE_N,
-                                                BLOCK_SIZE)
-            prefetch_kv_tile(pf_blk, pf_wanted, tile_lo + j, kv_head, k_ptr, v_ptr, stride_kb, stride_ks,
-                             stride_kh, stride_vb, stride_vs, stride_vh, TILE_N, BLOCK_SIZE, K_ROW_BYTES,
-                             V_ROW_BYTES, L2_PER_ROW, INTERPRET_)
     for t in range(tile_lo, full_hi):
-        if L2_AHEAD > 0:  # ids now, the prefetch after the step's dots, when they have arrived
-            pf_blk, pf_wanted = ahead_block_ids(bt_row, t + L2_AHEAD, tile_hi, kv_start, kv_end, TILE_N,
-                                                BLOCK_SIZE)
         m_i, l_i, acc, blk, sk, sv = attend_tile(
             t, blk, sk, sv, q, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
             k_ptr, v_ptr, k_scale_ptr, v_scale_ptr, qk_scale, softcap, window,
@@ -192,14 +177,7 @@ def paged_attention_kernel(
             DECODE_ONLY, QUANT_MODE, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
             FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
             SCALES_BY_TOKEN, INT8_K_OVER_64, INT8_V_OVER_64)
-        if L2_AHEAD > 0:
-            prefetch_kv_tile(pf_blk, pf_wanted, t + L2_AHEAD, kv_head, k_ptr, v_ptr, stride_kb, stride_ks,
-                             stride_kh, stride_vb, stride_vs, stride_vh, TILE_N, BLOCK_SIZE, K_ROW_BYTES,
-                             V_ROW_BYTES, L2_PER_ROW, INTERPRET_)
     for t in range(full_hi, tile_hi):
-        if L2_AHEAD > 0:
-            pf_blk, pf_wanted = ahead_block_ids(bt_row, t + L2_AHEAD, tile_hi, kv_start, kv_end, TILE_N,
-                                                BLOCK_SIZE)
         m_i, l_i, acc, blk, sk, sv = attend_tile(
             t, blk, sk, sv, q, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
             k_ptr, v_ptr, k_scale_ptr, v_scale_ptr, qk_scale, softcap, window,
@@ -208,10 +186,6 @@ def paged_attention_kernel(
             DECODE_ONLY, QUANT_MODE, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
             FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
             SCALES_BY_TOKEN, INT8_K_OVER_64, INT8_V_OVER_64)
-        if L2_AHEAD > 0:
-            prefetch_kv_tile(pf_blk, pf_wanted, t + L2_AHEAD, kv_head, k_ptr, v_ptr, stride_kb, stride_ks,
-                             stride_kh, stride_vb, stride_vs, stride_vh, TILE_N, BLOCK_SIZE, K_ROW_BYTES,
-                             V_ROW_BYTES, L2_PER_ROW, INTERPRET_)
 
     if not SPLIT_K:
         # padding rows saw no key (l = 0); divide them by 1 instead, they are not stored anyway

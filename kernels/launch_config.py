@@ -314,30 +314,6 @@ def fused_split_merge(decode_only: bool, num_splits: int, requested: bool | None
     return decode_only and num_splits > 1 and wanted
 
 
-#: Key tiles ahead of their use whose K/V rows a decode asks into L2 (``kernels/l2_prefetch.py``);
-#: 0 turns the prefetch off.
-L2_PREFETCH_AHEAD: int = 0
-#: Bytes of a row one ``prefetch`` is counted on to bring into L2 (a 32-byte sector or a 128-byte line).
-L2_PREFETCH_GRAIN: int = 128
-
-
-def l2_prefetch(decode_only: bool, row_bytes: int, ahead: int | None = None,
-                grain: int | None = None) -> tuple[int, int]:
-    """``(tiles ahead, prefetches per row)`` of a launch's L2 prefetch; ``(0, 1)``: none.
-
-    Only decodes prefetch: a prefill tile is reused by many query rows, so its copies already
-    overlap with plenty of work. ``row_bytes`` is the longer of one head's K and V rows (bytes);
-    ``ahead`` (tiles, ``None``: :data:`L2_PREFETCH_AHEAD`) and ``grain`` (bytes, ``None``:
-    :data:`L2_PREFETCH_GRAIN`) override the defaults, for the benchmark's comparisons."""
-    ahead = L2_PREFETCH_AHEAD if ahead is None else ahead
-    grain = L2_PREFETCH_GRAIN if grain is None else grain
-    if ahead < 0 or grain < 16:
-        raise ValueError(f"L2 prefetch: ahead must be >= 0 tiles and grain >= 16 bytes, got {ahead}, {grain}")
-    if not decode_only or ahead == 0:
-        return 0, 1
-    return ahead, next_pow2(-(-row_bytes // grain))
-
-
 def query_block_count(num_tokens: int, num_seqs: int, block_q: int, decode_only: bool) -> int:
     """Query blocks the grid launches.
 

@@ -30,7 +30,6 @@ The host side (checks, launch shape, split-K workspace) is :mod:`kvlab.kernels.l
 from __future__ import annotations
 
 from kvlab.kernels.attention_tile import key_tile_range
-from kvlab.kernels.l2_prefetch import ahead_block_ids, prefetch_lowbit_tile
 from kvlab.kernels.lowbit_tile import attend_lowbit_tile
 from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
@@ -89,7 +88,6 @@ def lowbit_attention_kernel(
     HALF_DEQ: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, INTERPRET_: tl.constexpr,
     STEP_TILES: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
-    L2_AHEAD: tl.constexpr = 0, L2_PER_ROW: tl.constexpr = 1,
 ):
     DP: tl.constexpr = D // P
     DVP: tl.constexpr = DV // P
@@ -150,29 +148,14 @@ def lowbit_attention_kernel(
     # a step's later tiles past the loop's range see no keys (they belong to the residual or to the
     # next split-K segment): the key range is cut at the loop's last tile
     packed_end = tl.minimum(kv_end, packed_hi * TILE_N)
-    # L2_AHEAD > 0 (decode): the codes of the tiles L2_AHEAD steps ahead are asked into L2 during a
-    # step, and the segment's first ones before the loop (kernels/l2_prefetch.py); no number changes.
-    if L2_AHEAD > 0:
-        for j in tl.static_range(STEP_TILES, L2_AHEAD * STEP_TILES):
-            pf_blk, pf_wanted = ahead_block_ids(bt_row, tile_lo + j, packed_hi, kv_start, packed_end, TILE_N,
-                                                BLOCK_SIZE)
-            prefetch_lowbit_tile(pf_blk, pf_wanted, tile_lo + j, kv_head, kc_ptr, vc_ptr, NUM_KV_HEADS, DP,
-                                 DVP, TILE_N, BLOCK_SIZE, L2_PER_ROW, INTERPRET_)
     for t in range(tile_lo, packed_hi, STEP_TILES):
         for k in tl.static_range(STEP_TILES):
-            if L2_AHEAD > 0:
-                pf_blk, pf_wanted = ahead_block_ids(bt_row, t + k + L2_AHEAD * STEP_TILES, packed_hi,
-                                                    kv_start, packed_end, TILE_N, BLOCK_SIZE)
             m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
                 t + k, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, packed_end,
                 kv_head, bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
                 qk_scale, softcap, window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G,
                 KIVI, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP,
                 INTERPRET_, ASM0, ASM1, ASM2, ASM3)
-            if L2_AHEAD > 0:
-                prefetch_lowbit_tile(pf_blk, pf_wanted, t + k + L2_AHEAD * STEP_TILES, kv_head, kc_ptr,
-                                     vc_ptr, NUM_KV_HEADS, DP, DVP, TILE_N, BLOCK_SIZE, L2_PER_ROW,
-                                     INTERPRET_)
     if KIVI:
         for t in range(tl.maximum(tile_lo, t_mid), tile_hi):
             m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(

@@ -18,7 +18,7 @@ from kvlab.cache.lowbit_cache import LowBitPagedCache
 from kvlab.kernels.attention import check_attention_call
 from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
-from kvlab.kernels.launch_config import l2_prefetch, next_pow2
+from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
 from kvlab.kernels.lowbit_launch import choose_lowbit_launch
 from kvlab.kernels.lowbit_launch import prefill_rows as default_prefill_rows
@@ -92,16 +92,12 @@ def prepare_lowbit_attention(
     packed_fma: bool = False,
     tiles_per_step: int | None = None,
     prefill_rows: int | None = None,
-    l2_ahead: int | None = None,
-    l2_grain: int | None = None,
 ) -> LowBitAttentionCall:
     """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`,
     plus launch overrides for sweeps (``num_warps``, ``num_stages``, ``max_registers``, ``fast_unpack``,
     ``packed_fma``: KIVI's ``c · s + z`` as packed ``fma.rn.f16x2`` in the unpack's PTX, else as
     Triton's scalar fp16 FMAs (the default: packed measured no faster, ``benchmarks/lowbit_notes.md`` v7),
-    ``prefill_rows``: query rows of one prefill program, 16 to 256, default the launch rule's, and
-    ``l2_ahead`` / ``l2_grain``: a decode's L2 prefetch, as in
-    :func:`kvlab.kernels.attention.prepare_paged_attention`)."""
+    and ``prefill_rows``: query rows of one prefill program, 16 to 256, default the launch rule's)."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
                                              num_splits=num_splits)
@@ -153,9 +149,6 @@ def prepare_lowbit_attention(
         asm[:sch.codes_per_byte] = [unpack_fma_asm(sch.bits, k) if fma2 else
                                     unpack_asm(sch.bits, k, dot, 0 if kivi else 8)
                                     for k in range(sch.codes_per_byte)]
-    # the L2 prefetch of a decode (kernels/l2_prefetch.py): off in the interpreter unless asked for
-    l2_ahead, l2_per_row = l2_prefetch(not prefill, max(head_size, hv) // sch.codes_per_byte,
-                                       0 if INTERPRET and l2_ahead is None else l2_ahead, l2_grain)
     consts = dict(
         NUM_KV_HEADS=nkv, GROUP=group, D=head_size,
         DP_PAD=max(16, next_pow2(head_size // sch.codes_per_byte)),
@@ -167,7 +160,6 @@ def prepare_lowbit_attention(
         HALF_DEQ=(2 if fma2 else 1) if half else 0, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
         INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
-        L2_AHEAD=l2_ahead, L2_PER_ROW=l2_per_row,
     )
     num_warps = shape.num_warps
     num_stages = shape.num_stages if num_stages is None else num_stages

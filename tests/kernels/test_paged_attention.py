@@ -30,7 +30,7 @@ def _check(ex, target, *, scheme, rounding="nearest", kv_dtype=torch.bfloat16, *
     """Run the kernel into a NaN-filled output and compare it with both references."""
     q = ex.query
     out = poisoned((q.shape[0], q.shape[1], ex.cache.head_size_v), q.dtype, target.device)
-    launch = {k: opts.pop(k) for k in ("fused_merge", "l2_ahead", "l2_grain") if k in opts}  # prepare only
+    launch = {k: opts.pop(k) for k in ("fused_merge",) if k in opts}  # launch options of prepare only
     if launch:
         result = prepare_paged_attention(q, ex.cache, ex.batch, out=out, **opts, **launch).run()
     else:
