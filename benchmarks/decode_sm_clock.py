@@ -1,11 +1,13 @@
-"""The SM clock while a B=64 decode runs: what the issue floors of ``lowbit_notes.md`` divide by.
+"""The SM clock and board power while a B=64 decode runs: what the issue floors of ``lowbit_notes.md``
+divide by, and whether a decode runs into the board's power limit.
 
 A decode kernel whose loop issues ``N`` warp-instructions cannot finish before ``N / (SMs × 4 ×
 clock)``; that floor depends on the clock the GPU actually holds under the load, not on its
 maximum. For each scheme this script times the B=64, L=32768 decode as ``kvlab bench`` does
 (CUDA-graph replays after the steady-state warm-up), then replays it for ``SECONDS`` more while
-``nvidia-smi`` samples the SM clock every 100 ms, and writes one row per scheme: µs, samples, the
-median / lowest / highest SM clock and the board's maximum. Output: ``decode_sm_clock.csv`` in the
+``nvidia-smi`` samples the SM clock and the power draw every 100 ms, and writes one row per scheme:
+µs, samples, the median / lowest / highest SM clock, the board's maximum clock, the median / highest
+power draw (W) and the board's power limit (W). Output: ``decode_sm_clock.csv`` in the
 folder given as the first argument (default ``.``).
 
     PYTHONPATH=. python3 benchmarks/decode_sm_clock.py "$OUT"
@@ -29,15 +31,16 @@ from kvlab.bench.results import write_dict_rows
 from kvlab.kernels.attention import prepare_paged_attention
 from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention
 
-SCHEMES = ("bfloat16", "int8_per_token_head", "int4_per_token_head", "kivi4", "kivi2")
+SCHEMES = ("bfloat16", "fp8_e4m3", "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head",
+           "kivi4", "kivi2")
 SECONDS = 3.0
 
 
-def sampled_clocks(step, seconds: float) -> list[int]:
-    """SM clock samples (MHz) taken every 100 ms while ``step`` runs for ``seconds``."""
+def sampled(step, seconds: float) -> list[tuple[int, float]]:
+    """``(SM clock MHz, power draw W)`` samples taken every 100 ms while ``step`` runs for ``seconds``."""
     with tempfile.NamedTemporaryFile("r", suffix=".csv") as log:
-        probe = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits",
-                                  "-lms", "100", "-f", log.name])
+        probe = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                                  "--format=csv,noheader,nounits", "-lms", "100", "-f", log.name])
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
             for _ in range(8):
@@ -45,15 +48,18 @@ def sampled_clocks(step, seconds: float) -> list[int]:
             torch.cuda.synchronize()
         probe.terminate()
         probe.wait()
-        return [int(x) for x in open(log.name).read().split() if x.strip().isdigit()]
+        with open(log.name) as written:  # by name: nvidia-smi opens the file itself
+            pairs = [line.split(",") for line in written.read().splitlines() if "," in line]
+        return [(int(c), float(w)) for c, w in pairs if c.strip().isdigit()]
 
 
 def main() -> None:
     out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
     config = BenchConfig()
     ctx = gpu_context()
-    query = ["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"]
-    max_clock = int(subprocess.run(query, capture_output=True, text=True, check=True).stdout.split()[0])
+    query = ["nvidia-smi", "--query-gpu=clocks.max.sm,power.limit", "--format=csv,noheader,nounits"]
+    board = subprocess.run(query, capture_output=True, text=True, check=True).stdout.split(",")
+    max_clock, power_limit = int(board[0]), float(board[1])
     case = attention_case(config, 64, 32768, 1)
     rows = []
     for scheme in SCHEMES:
@@ -61,10 +67,14 @@ def main() -> None:
         prep = prepare_lowbit_attention if scheme in LOWBIT else prepare_paged_attention
         calls = [prep(case.queries[s], cache, batches[s]) for s in range(case.sets)]
         us = time_graph_us([c.run for c in calls], config.repeats)
-        clocks = sampled_clocks(calls[0].run, SECONDS)
+        samples = sampled(calls[0].run, SECONDS)
+        clocks, watts = [c for c, _ in samples], [w for _, w in samples]
         rows.append(dict(device=ctx.device, batch=64, context=32768, scheme=scheme, us=round(us, 1),
-                         samples=len(clocks), sm_mhz_median=statistics.median(clocks), sm_mhz_min=min(clocks),
-                         sm_mhz_max=max(clocks), sm_mhz_board_max=max_clock))
+                         samples=len(samples), sm_mhz_median=statistics.median(clocks),
+                         sm_mhz_min=min(clocks),
+                         sm_mhz_max=max(clocks), sm_mhz_board_max=max_clock,
+                         power_w_median=round(statistics.median(watts), 1), power_w_max=round(max(watts), 1),
+                         power_w_limit=power_limit))
         print(rows[-1], flush=True)
         del calls, cache, batches
         torch.cuda.empty_cache()
