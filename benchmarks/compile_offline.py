@@ -124,7 +124,7 @@ def report(scheme: str, batch: int, length: int, new: int, loops: bool = False, 
     call = attention.prepare_paged_attention(ex.query, ex.cache, ex.batch, tiling=tiling, **options)
     t = call.tiling
     launch = call._launch
-    kernel = compile_sm90(attention.paged_attention_kernel, launch.args, launch.consts, t.num_warps,
+    kernel = compile_sm90(attention.paged_attention_kernel, launch.args, launch.kernel_consts(), t.num_warps,
                           t.num_stages, t.max_registers)
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]

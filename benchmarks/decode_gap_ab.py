@@ -20,25 +20,11 @@ round 10) and is gone from the kernels.
     PYTHONPATH=. python3 benchmarks/decode_gap_ab.py "$OUT"
 """
 
-import os
-import sys
-
-import torch
-
-from kvlab.bench.attention_cases import attention_case, paged
-from kvlab.bench.config import BenchConfig
-from kvlab.bench.context import gpu_context
-from kvlab.bench.measure import time_graph_us
-from kvlab.bench.results import write_dict_rows
-from kvlab.bench.traffic import attention_bytes
-from kvlab.kernels.attention import prepare_paged_attention
-from kvlab.kernels.lowbit_attention_call import prepare_lowbit_call
-from kvlab.reference.metrics import relative_error
+from decode_ab_cases import alternate, prepare_calls, print_best, run_grid
 
 CASES = ((1, 1024), (1, 8192), (1, 32768), (16, 8192), (16, 32768), (64, 1024), (64, 32768))
 SCHEMES = ("bfloat16", "fp8_e4m3", "fp8_e5m2", "fp8_per_token_head", "int8_per_token_head",
            "int4_per_token_head", "kivi2")
-LOWBIT = ("int4_per_token_head", "kivi4", "kivi2")
 ROUNDS = 2
 
 
@@ -56,78 +42,27 @@ def previous_fp8_asm(mant_bits: int, exp_bias: int) -> str:
 FP8_FIELDS = {"fp8_e4m3": (3, 7), "fp8_e5m2": (2, 15), "fp8_per_token_head": (3, 7)}
 
 
-def paged_sets(config, case, scheme):
-    """``(cache, batches)``: the case's K/V in ``case.sets`` copies of a paged cache of ``scheme``."""
-    if scheme in LOWBIT:
-        from lowbit_bench import lowbit_copies  # the low-bit benchmark's builder (same folder)
-
-        gen = torch.Generator(device="cuda").manual_seed(config.seed + 7)
-        return lowbit_copies(scheme, case.kv, 1, case.sets, gen)
-    sets = paged(config, case, scheme)
-    return sets.cache, sets.batches
-
-
 def prepare(scheme, case, cache, batches, variant):
     """Prepared calls of every rotation set, switched to ``variant``."""
-    calls = []
-    for s in range(case.sets):
-        if scheme in LOWBIT:
-            call = prepare_lowbit_call(case.queries[s], cache, batches[s])
-        else:
-            call = prepare_paged_attention(case.queries[s], cache, batches[s])
-        launch = call._launch
-        if variant == "before" and scheme in FP8_FIELDS:
+    calls = prepare_calls(case, scheme, cache, batches)
+    if variant == "before" and scheme in FP8_FIELDS:
+        for call in calls:
+            launch = call._launch
             launch.consts = dict(launch.consts, FP8_DECODE_ASM=previous_fp8_asm(*FP8_FIELDS[scheme]))
-        calls.append(call)
     return calls
 
 
 def main() -> None:
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else "."
-    config = BenchConfig()
-    ctx = gpu_context()
-    rows = []
-    for batch, context in CASES:
-        case = attention_case(config, batch, context, 1)
-        for scheme in SCHEMES:
-            cache, batches = paged_sets(config, case, scheme)
-            variants = ["before", "after"] if scheme in FP8_FIELDS else ["after"]
-            reference = None
-            for rnd in range(ROUNDS):
-                for variant in (variants if rnd % 2 == 0 else variants[::-1]):
-                    calls = prepare(scheme, case, cache, batches, variant)
-                    us = time_graph_us([c.run for c in calls], config.repeats)
-                    out = calls[0].run().clone()
-                    if variant == "before" and reference is None:
-                        reference = out
-                    same = bool(torch.equal(out, reference)) if reference is not None else ""
-                    nbytes = attention_bytes(scheme, batch=batch, context=context, query_len=1,
-                                             num_q_heads=config.num_q_heads, num_kv_heads=config.num_kv_heads,
-                                             head_size=config.head_size, block_size=config.block_size)
-                    launch = calls[0]._launch
-                    rows.append(dict(device=ctx.device, batch=batch, context=context, scheme=scheme,
-                                     variant=variant, round=rnd, us=round(us, 2),
-                                     pct_copy_bw=round(100 * nbytes / us / 1e3 / ctx.copy_bw_gbps, 1),
-                                     num_splits=launch.grid[1], same_as_before=same,
-                                     rel_err_truth=f"{relative_error(out, case.truth):.4e}"))
-                    print(rows[-1], flush=True)
-                    del calls
-            del cache, batches
-        del case
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+    def measure(ctx, config, case, scheme, cache, batches):
+        def launches_for(variant):
+            calls = prepare(scheme, case, cache, batches, variant)
+            return calls, [c.run for c in calls]
 
-    write_dict_rows(rows, os.path.join(out_dir, "decode_gap_ab.csv"))
-    best = {}
-    for r in rows:
-        key = (r["batch"], r["context"], r["scheme"], r["variant"])
-        best[key] = min(best.get(key, float("inf")), r["us"])
-    print(f"{'B':>3} {'L':>6} {'scheme':22} {'before':>9} {'after':>9} {'after/before':>12}")
-    for batch, context in CASES:
-        for scheme in SCHEMES:
-            a = best[(batch, context, scheme, "after")]
-            b = best.get((batch, context, scheme, "before"), float("nan"))
-            print(f"{batch:>3} {context:>6} {scheme:22} {b:9.2f} {a:9.2f} {a / b:12.3f}")
+        variants = ("before", "after") if scheme in FP8_FIELDS else ("after",)
+        return alternate(ctx, config, case, scheme, variants, launches_for, ROUNDS, "same_as_before")
+
+    rows = run_grid("decode_gap_ab.csv", CASES, SCHEMES, measure)
+    print_best(rows, ("before", "after"))
 
 
 if __name__ == "__main__":

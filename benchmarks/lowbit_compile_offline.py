@@ -43,7 +43,7 @@ def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: i
                                              num_stages=stages, max_registers=maxnreg,
                                              tiles_per_step=step, packed_fma=packed_fma)
     launch = call._launch
-    kernel = compile_sm90(lowbit_attention_kernel, launch.args, launch.consts, call.num_warps,
+    kernel = compile_sm90(lowbit_attention_kernel, launch.args, launch.kernel_consts(), call.num_warps,
                           call.options["num_stages"], maxnreg or call.options.get("maxnreg"))
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]

@@ -45,7 +45,9 @@ usual guard for rows that have seen no key yet (their max is −inf; subtracting
 **Split-K** (:mod:`kvlab.kernels.launch_config` decides): the tile range of a program is cut into
 ``num_splits`` segments on the grid's second axis; each writes fp32 partials and
 :mod:`kvlab.kernels.split_reduce` merges them (``fused_merge=True``: the last segment to finish
-merges inside this kernel instead; measured slower, off by default).
+merges inside this kernel instead; measured slower, off by default). On Hopper the merge kernel is
+launched as a programmatic dependent that every attention program lets start at once, so its launch
+overlaps this kernel (:mod:`kvlab.kernels.dependent_launch`).
 
 **fp8 on the GPU** is decoded by bit moves (:func:`kvlab.kernels.numerics.fp8_to_bf16`), which read
 the NaN/Inf codes as large finite numbers. The writer never stores those codes for finite input

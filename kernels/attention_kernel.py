@@ -8,6 +8,7 @@ inner step over one key tile is :func:`kvlab.kernels.attention_tile.attend_tile`
 from __future__ import annotations
 
 from kvlab.kernels.attention_tile import attend_tile, dot_operand, key_tile_range, tile_block_ids, tile_scales
+from kvlab.kernels.dependent_launch import trigger_dependents
 from kvlab.kernels.numerics import to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
 from kvlab.kernels.split_reduce import merge_segments
@@ -91,7 +92,11 @@ def paged_attention_kernel(
     INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr, LONGEST_FIRST: tl.constexpr,
     DECODE_FULL_TILES: tl.constexpr, INT8_K_OVER_64: tl.constexpr, INT8_V_OVER_64: tl.constexpr,
     FUSED_MERGE: tl.constexpr, SPLITS_PAD: tl.constexpr, MERGE_BLOCK_D: tl.constexpr,
+    LAUNCH_DEPENDENTS: tl.constexpr,
 ):
+    if LAUNCH_DEPENDENTS:
+        # the merge kernel may be launched now: it waits for this grid's partials by itself
+        trigger_dependents()
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
     q_block = pid // NUM_KV_HEADS

@@ -30,6 +30,7 @@ The host side (checks, launch shape, split-K workspace) is :mod:`kvlab.kernels.l
 from __future__ import annotations
 
 from kvlab.kernels.attention_tile import key_tile_range
+from kvlab.kernels.dependent_launch import trigger_dependents
 from kvlab.kernels.lowbit_tile import attend_lowbit_tile
 from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
@@ -88,7 +89,11 @@ def lowbit_attention_kernel(
     HALF_DEQ: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, INTERPRET_: tl.constexpr,
     STEP_TILES: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
+    LAUNCH_DEPENDENTS: tl.constexpr,
 ):
+    if LAUNCH_DEPENDENTS:
+        # the merge kernel may be launched now: it waits for this grid's partials by itself
+        trigger_dependents()
     DP: tl.constexpr = D // P
     DVP: tl.constexpr = DV // P
     pid = tl.program_id(0)

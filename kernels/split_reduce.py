@@ -27,7 +27,8 @@ from typing import Any
 
 import torch
 
-from kvlab.kernels.launch_config import next_pow2
+from kvlab.kernels.dependent_launch import overlaps_dependent_launches, wait_for_primary
+from kvlab.kernels.launch_config import dependent_split_merge, next_pow2
 from kvlab.kernels.numerics import to_storage
 from kvlab.kernels.runtime import INTERPRET, tl, triton
 
@@ -74,7 +75,12 @@ def _split_reduce_kernel(
     NUM_Q_HEADS: tl.constexpr, SPLITS_PAD: tl.constexpr,
     HEAD_SIZE_V: tl.constexpr,
     BLOCK_D: tl.constexpr, OUT_DTYPE: tl.constexpr, INTERPRET_: tl.constexpr,
+    WAIT_FOR_PRIMARY: tl.constexpr,
 ):
+    if WAIT_FOR_PRIMARY:
+        # launched as a dependent: the attention kernel may still be running, and nothing it
+        # writes may be read before this returns
+        wait_for_primary()
     token = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1)
     row = token * NUM_Q_HEADS + head  # partials are [num_tokens, num_q_heads, num_splits, ...]
@@ -101,8 +107,12 @@ def launch_split_reduce(
     part_stat: torch.Tensor,
     out_scale: float,
     out_dtype,
+    dependent: bool = False,
 ) -> None:
-    """Merge ``part_acc [T, Hq, S, Dv]`` and ``part_stat [T, Hq, S, 2]`` into ``out [T, Hq, Dv]``."""
+    """Merge ``part_acc [T, Hq, S, Dv]`` and ``part_stat [T, Hq, S, 2]`` into ``out [T, Hq, Dv]``.
+
+    ``dependent``: launch as a programmatic dependent of the kernel before it in the stream, the one
+    that wrote the partials (:mod:`kvlab.kernels.dependent_launch`)."""
     num_tokens, num_q_heads, num_splits, head_size_v = part_acc.shape
     if num_tokens == 0:
         return
@@ -116,8 +126,8 @@ def launch_split_reduce(
         out.stride(0), out.stride(1),
         NUM_Q_HEADS=num_q_heads, SPLITS_PAD=pad,
         HEAD_SIZE_V=head_size_v,
-        BLOCK_D=block_d, OUT_DTYPE=out_dtype, INTERPRET_=INTERPRET,
-        num_warps=1 if pad * block_d <= 2048 else 4,
+        BLOCK_D=block_d, OUT_DTYPE=out_dtype, INTERPRET_=INTERPRET, WAIT_FOR_PRIMARY=dependent,
+        num_warps=1 if pad * block_d <= 2048 else 4, **({"launch_pdl": True} if dependent else {}),
     )
 
 
@@ -148,7 +158,10 @@ class SplitKLaunch:
     calling it only launches (no checks, no host synchronisation), so it can be captured in a CUDA
     graph. ``grid`` is ``(programs, num_splits)``; an empty grid launches nothing. With
     ``fused_merge`` the attention kernel merges its own segments (the last program of each split,
-    see :func:`split_tickets`) and no merge kernel is launched.
+    see :func:`split_tickets`) and no merge kernel is launched. ``dependent_merge`` (``None``: the
+    rule :func:`~kvlab.kernels.launch_config.dependent_split_merge`) launches the merge kernel as a
+    programmatic dependent, which the attention programs let start as soon as they run
+    (``LAUNCH_DEPENDENTS``; :mod:`kvlab.kernels.dependent_launch`).
     """
 
     kernel: Any
@@ -161,12 +174,27 @@ class SplitKLaunch:
     part_stat: torch.Tensor = field(repr=False)
     out_scale: float = 1.0
     fused_merge: bool = False
+    dependent_merge: bool | None = None
+
+    def __post_init__(self) -> None:
+        device = self.out.device
+        can = device.type == "cuda" and overlaps_dependent_launches(device.index or 0)
+        self.dependent_merge = dependent_split_merge(self.grid[1], self.fused_merge, can,
+                                                     self.dependent_merge)
+
+    def merges_as_dependent(self) -> bool:
+        """Whether this launch's merge kernel runs as a programmatic dependent."""
+        return self.grid[1] > 1 and not self.fused_merge and bool(self.dependent_merge)
+
+    def kernel_consts(self) -> dict:
+        """The attention kernel's constexprs for this launch."""
+        return dict(self.consts, LAUNCH_DEPENDENTS=self.merges_as_dependent())
 
     def __call__(self) -> torch.Tensor:
         if self.grid[0] == 0:
             return self.out
-        self.kernel[self.grid](*self.args, **self.consts, **self.options)
+        self.kernel[self.grid](*self.args, **self.kernel_consts(), **self.options)
         if self.grid[1] > 1 and not self.fused_merge:
             launch_split_reduce(self.out, self.part_acc, self.part_stat, self.out_scale,
-                                self.consts["OUT_DTYPE"])
+                                self.consts["OUT_DTYPE"], dependent=self.merges_as_dependent())
         return self.out

@@ -13,6 +13,11 @@ fresh call and 1,535-1,556 µs in the timings after it on the same call, with 3 
 first replays for at least :data:`MIN_WARMUP_S` seconds. That measures the steady state of a busy
 GPU, where compute-bound kernels run at a lower clock than in a short burst: cuBLAS's bf16 product
 gave 642-712 TFLOP/s this way and 790-794 after 3 replays, on the same H100.
+
+**The clock starts before the GPU has the work.** Each replay is timed from an event recorded on an
+idle GPU, while the host is still submitting the graph. Its first kernel starts before the rest is
+submitted, so on an H100 this added 0-3% to short and mid-sized decodes and nothing measurable to
+long ones (``benchmarks/timing_method_ab.py``); every row, baselines included, is timed alike.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import torch
 MIN_WARMUP_S = 0.2
 
 
-def _warm_up(step: Callable[[], object], count: int) -> None:
+def warm_up(step: Callable[[], object], count: int) -> None:
     """Run ``step`` at least ``count`` times and for at least :data:`MIN_WARMUP_S` seconds of GPU time."""
     start, done = time.perf_counter(), 0
     while done < count or time.perf_counter() - start < MIN_WARMUP_S:
@@ -64,7 +69,7 @@ def time_eager_us(launches: Sequence[Callable[[], object]], repeats: int, warmup
         for fn in launches:
             fn()
 
-    _warm_up(launch_all, warmup)
+    warm_up(launch_all, warmup)
     samples = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -77,8 +82,10 @@ def time_eager_us(launches: Sequence[Callable[[], object]], repeats: int, warmup
     return statistics.median(samples)
 
 
-def _time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmup: int) -> float:
-    for fn in launches:  # compiles Triton kernels and loads modules outside the capture
+def capture_graph(launches: Sequence[Callable[[], object]]) -> torch.cuda.CUDAGraph:
+    """One CUDA graph that runs ``launches`` once, in order (each is run twice before the capture, on
+    the current and on a side stream, so that Triton compiles and modules load outside it)."""
+    for fn in launches:
         fn()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -91,7 +98,12 @@ def _time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmu
     with torch.cuda.graph(graph):
         for fn in launches:
             fn()
-    _warm_up(graph.replay, warmup)
+    return graph
+
+
+def _time_graph_us(launches: Sequence[Callable[[], object]], repeats: int, warmup: int) -> float:
+    graph = capture_graph(launches)
+    warm_up(graph.replay, warmup)
     samples = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
