@@ -128,3 +128,19 @@ def print_best(rows: list[dict], variants: tuple[str, ...]) -> None:
         t = [best.get((b, L, scheme, v), float("nan")) for v in variants]
         print(f"{b:>3} {L:>6} {scheme:22} " + " ".join(f"{x:14.2f}" for x in t)
               + "".join(f"  {x / t[0]:18.3f}" for x in t[1:]))
+
+
+def constexpr_ab(csv_name: str, cases, schemes, variants: tuple[str, ...], name: str, value_of) -> None:
+    """A/B of one kernel constexpr: each variant runs the library's prepared calls with ``name`` set
+    to ``value_of(variant, launch)``; times, equality and errors as :func:`alternate` gives them."""
+    def measure(ctx, config, case, scheme, cache, batches):
+        def launches_for(variant):
+            calls = prepare_calls(case, scheme, cache, batches)
+            for call in calls:
+                launch = call._launch
+                launch.consts = dict(launch.consts, **{name: value_of(variant, launch)})
+            return calls, [c.run for c in calls]
+
+        return alternate(ctx, config, case, scheme, variants, launches_for)
+
+    print_best(run_grid(csv_name, cases, schemes, measure), variants)

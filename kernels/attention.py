@@ -82,13 +82,17 @@ from kvlab.kernels.int8_decode import CODE_DIVISOR, int8_parts_by_trick
 from kvlab.kernels.launch_config import (
     AttentionTiling,
     choose_tiling,
-    fused_split_merge,
     next_pow2,
     query_block_count,
-    unmasked_decode_tiles,
 )
 from kvlab.kernels.numerics import fp8_to_bf16_asm
 from kvlab.kernels.runtime import INTERPRET
+from kvlab.kernels.split_decode_rules import (
+    fixed_decode_segments,
+    fused_split_merge,
+    segment_tiles,
+    unmasked_decode_tiles,
+)
 from kvlab.kernels.split_reduce import SplitKLaunch, fused_merge_consts, split_tickets, split_workspace
 from kvlab.quantization.schemes import QuantMode
 
@@ -177,13 +181,13 @@ def prepare_paged_attention(
     conversion instead of :func:`kvlab.kernels.numerics.fp8_to_bf16` (for comparing the two).
     ``fp8_half_dots=True`` runs the dots of a per-tensor fp8 cache read by bf16 queries in fp16 (see
     ``_dot_types``; measured slower, kept for comparing the two). ``decode_full_tiles`` (``None``: the
-    rule :func:`~kvlab.kernels.launch_config.unmasked_decode_tiles`) runs a decode's tiles that lie
+    rule :func:`~kvlab.kernels.split_decode_rules.unmasked_decode_tiles`) runs a decode's tiles that lie
     wholly inside the sequence without masks (only its last tile masked). ``int8_fast_decode=False``
     makes int8 → bf16 use Triton's own cast instead of :mod:`kvlab.kernels.int8_decode` (same
     values; for comparing the two); ``int8_fast_values`` overrides the rule for the values (``None``:
     :func:`~kvlab.kernels.int8_decode.int8_parts_by_trick`). ``fused_merge`` merges a split decode's
     segments in the attention kernel instead of a second kernel (``None``: the rule
-    :func:`~kvlab.kernels.launch_config.fused_split_merge`; no effect on unsplit or prefill launches).
+    :func:`~kvlab.kernels.split_decode_rules.fused_split_merge`; no effect on unsplit or prefill launches).
     ``output_scale`` multiplies the output in fp32 before its rounding (how a per-tensor V scale stays out of
     the values). ``dequantize_first`` converts the blocks of an 8-bit cache the batch reads once into a
     16-bit scratch and runs the 16-bit kernel over it (:mod:`kvlab.kernels.dequantized_prefill`; ``None``:
@@ -261,7 +265,8 @@ def prepare_paged_attention(
         query.stride(0), query.stride(1), out.stride(0), out.stride(1),
         cache.key.stride(0), cache.key.stride(1), cache.key.stride(2),
         cache.value.stride(0), cache.value.stride(1), cache.value.stride(2),
-        batch.block_table.stride(0),
+        batch.block_table.stride(0), batch.block_table.shape[1],
+        segment_tiles(splits, batch.max_seq_len, tiling.tile_n),
     )
     consts = dict(
         NUM_KV_HEADS=nkv, GROUP=group,
@@ -284,6 +289,7 @@ def prepare_paged_attention(
             unmasked_decode_tiles(sch.element_bytes, splits, batch.max_seq_len, tiling.tile_n)
             if decode_full_tiles is None else decode_full_tiles),
         INT8_K_OVER_64=int8_k, INT8_V_OVER_64=int8_v,
+        FIXED_SEGMENTS=fixed_decode_segments(decode_only, splits, sliding_window is not None),
         **fused_merge_consts(fused, splits, hv),
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)

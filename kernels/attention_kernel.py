@@ -79,7 +79,7 @@ def paged_attention_kernel(
     qk_scale, out_scale, softcap, window,
     stride_qt, stride_qh, stride_ot, stride_oh,
     stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
-    stride_bt,
+    stride_bt, table_cols, split_tiles,
     NUM_KV_HEADS: tl.constexpr, GROUP: tl.constexpr,
     HEAD_SIZE: tl.constexpr, HEAD_SIZE_PAD: tl.constexpr,
     HEAD_SIZE_V: tl.constexpr, HEAD_SIZE_V_PAD: tl.constexpr,
@@ -92,7 +92,7 @@ def paged_attention_kernel(
     INTERPRET_: tl.constexpr, SCALES_BY_TOKEN: tl.constexpr, LONGEST_FIRST: tl.constexpr,
     DECODE_FULL_TILES: tl.constexpr, INT8_K_OVER_64: tl.constexpr, INT8_V_OVER_64: tl.constexpr,
     FUSED_MERGE: tl.constexpr, SPLITS_PAD: tl.constexpr, MERGE_BLOCK_D: tl.constexpr,
-    LAUNCH_DEPENDENTS: tl.constexpr,
+    LAUNCH_DEPENDENTS: tl.constexpr, FIXED_SEGMENTS: tl.constexpr,
 ):
     if LAUNCH_DEPENDENTS:
         # the merge kernel may be launched now: it waits for this grid's partials by itself
@@ -114,9 +114,19 @@ def paged_attention_kernel(
         q_block_local = q_block - (tl.load(query_start_ptr + seq) // BLOCK_Q + seq)
     q_start = tl.load(query_start_ptr + seq)
     q_len = tl.load(query_start_ptr + seq + 1) - q_start
+    # Every global load before the first K/V tile is a round trip to L2 or DRAM (~1 µs at B=1, where
+    # nothing else hides it), so the ones that do not depend on each other are issued together:
+    # the sequence's length goes out beside its query offsets, not after the test that reads them.
+    seq_len = tl.load(seq_lens_ptr + seq)
+    bt_row = block_table_ptr + seq.to(tl.int64) * stride_bt
+    if FIXED_SEGMENTS:
+        # Split decode without a window: segment `split` is tiles [split·P, split·P + P) of every
+        # sequence (P = split_tiles, from the batch's longest one), so its first block ids are known
+        # before seq_len arrives and load beside it; positions past the sequence are zeroed below.
+        n_first = split * split_tiles * TILE_N + tl.arange(0, TILE_N)
+        blk_first = tl.load(bt_row + n_first // BLOCK_SIZE, mask=n_first // BLOCK_SIZE < table_cols, other=0)
     if q_block_local * BLOCK_Q >= q_len:
         return  # past this sequence's new tokens (or a sequence with none)
-    seq_len = tl.load(seq_lens_ptr + seq)
     context_len = seq_len - q_len
 
     rows = tl.arange(0, BLOCK_M)
@@ -147,12 +157,14 @@ def paged_attention_kernel(
     # -- the tile range: causal bound above, sliding window below, then this program's segment ---
     first_q, kv_start, kv_end, tile_lo, tile_hi = key_tile_range(
         context_len, q_block_local * BLOCK_Q, q_len, window, split, num_splits, BLOCK_Q, TILE_N, USE_WINDOW,
-        SPLIT_K)
+        SPLIT_K and not FIXED_SEGMENTS)
+    if FIXED_SEGMENTS:
+        tile_lo = split * split_tiles
+        tile_hi = tl.minimum(tile_lo + split_tiles, tile_hi)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_SIZE_V_PAD], tl.float32)
-    bt_row = block_table_ptr + seq.to(tl.int64) * stride_bt
 
     # Tiles every row of the block sees whole (keys at or before the first query, no window) need no
     # mask at all: a prefill chunk over a long context spends most of its tiles there, and the
@@ -170,7 +182,10 @@ def paged_attention_kernel(
     # then depend on a value carried over from the previous step instead of on a load in the same
     # one; otherwise that load chain used up pipeline stages, and Triton gave K/V a single
     # shared-memory buffer at any num_stages from 2 to 4 (see kernels/attention_tile.py).
-    blk = tile_block_ids(bt_row, tile_lo, kv_start, kv_end, TILE_N, BLOCK_SIZE)
+    if FIXED_SEGMENTS:
+        blk = tl.where(n_first < kv_end, blk_first, 0)
+    else:
+        blk = tile_block_ids(bt_row, tile_lo, kv_start, kv_end, TILE_N, BLOCK_SIZE)
     sk, sv = tile_scales(k_scale_ptr, v_scale_ptr, blk, tile_lo, kv_start, kv_end, kv_head, QUANT_MODE,
                          NUM_KV_HEADS, TILE_N, BLOCK_SIZE, SCALES_BY_TOKEN)
     for t in range(tile_lo, full_hi):

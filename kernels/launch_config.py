@@ -33,6 +33,9 @@ The two questions a launch must answer:
   multiprocessor. When more programs than that want to run, a cap of 128 (``max_registers``) lets
   four run at once, which measured faster; with few programs it measured slower, so it is not set.
 
+How a split decode then runs (segment sizes, unmasked tiles, where and when its merge runs) is
+decided in :mod:`kvlab.kernels.split_decode_rules`.
+
 Every number quoted here was measured on an H100 with ``kvlab bench --sweep``
 (``benchmarks/kernel_notes.md``).
 """
@@ -281,56 +284,6 @@ def write_rows_per_program(num_kv_heads: int, head_size: int) -> int:
     ``num_kv_heads`` is a power of two, about :data:`WRITE_ELEMENTS_PER_PROGRAM` elements."""
     rows = max(1, WRITE_ELEMENTS_PER_PROGRAM // next_pow2(head_size))
     return max(rows, min(next_pow2(num_kv_heads), 64))
-
-
-#: Key tiles per split-K segment from which a 1-byte decode runs its whole tiles without masks.
-UNMASKED_DECODE_MIN_TILES: int = 16
-
-
-def unmasked_decode_tiles(kv_element_bytes: int, num_splits: int, max_seq_len: int, tile_n: int) -> bool:
-    """Whether a decode runs the tiles wholly inside its sequences without masks (only the last one
-    masked): for 1-byte caches in split grids whose segments hold at least
-    :data:`UNMASKED_DECODE_MIN_TILES` tiles. Measured on an H100 (B=16 at 8K and 32K tokens, 4
-    segments of 16–64 tiles): 6–13% faster; unsplit (B=64) 3–6% slower and with 4 tiles a segment
-    (B=1) within ±4%, so those keep every tile masked (``benchmarks/kernel_notes.md``, round 6).
-    """
-    segment_tiles = -(-max_seq_len // tile_n) // max(num_splits, 1)
-    return kv_element_bytes == 1 and num_splits > 1 and segment_tiles >= UNMASKED_DECODE_MIN_TILES
-
-
-#: Whether split decode grids merge their segments inside the attention kernel (the last segment of
-#: each (sequence, KV head) to finish, see ``kernels/attention_kernel.py``) instead of in a second
-#: kernel. Off: measured slower on an H100 everywhere it was timed (benchmarks/kernel_notes.md,
-#: round 8): bf16 B=1, L=32768 73.1 µs against 55.7 µs, int8 B=16, L=32768 500 against 440 µs;
-#: the last program merges its 4 query heads alone, while the merge kernel spreads them over 128.
-FUSE_SPLIT_MERGE: bool = False
-
-
-def fused_split_merge(decode_only: bool, num_splits: int, requested: bool | None = None) -> bool:
-    """Whether a launch merges its split-K segments in the attention kernel: only split decode grids
-    can (one query token per program); ``requested`` (``None``: :data:`FUSE_SPLIT_MERGE`) says
-    whether they do."""
-    wanted = FUSE_SPLIT_MERGE if requested is None else requested
-    return decode_only and num_splits > 1 and wanted
-
-
-#: Whether a split decode launches its merge kernel as a programmatic dependent of the attention
-#: kernel (Hopper and later, :mod:`kvlab.kernels.dependent_launch`), with every attention program
-#: letting it launch as soon as it starts. Measured on an H100 against the merge launched after
-#: (benchmarks/kernel_notes.md, round 12): B=1, L=1024 4-10% faster for every scheme (bf16 7.89 ->
-#: 7.13 µs), B=1, L=8192 bf16 and int4 3-4% faster, 1-byte and kivi2 caches 0.5-2.7% slower there,
-#: every other split case within ±1%. Without the early start (the merge launched as a dependent
-#: but only when the attention grid ends) nothing was faster.
-DEPENDENT_SPLIT_MERGE: bool = True
-
-
-def dependent_split_merge(num_splits: int, fused: bool, device_can: bool,
-                          requested: bool | None = None) -> bool:
-    """Whether a launch's merge kernel is a programmatic dependent of its attention kernel: only a
-    split launch with a merge kernel (not ``fused``), on a GPU that can (``device_can``);
-    ``requested`` (``None``: :data:`DEPENDENT_SPLIT_MERGE`) says whether it is."""
-    wanted = DEPENDENT_SPLIT_MERGE if requested is None else requested
-    return num_splits > 1 and not fused and device_can and wanted
 
 
 def query_block_count(num_tokens: int, num_seqs: int, block_q: int, decode_only: bool) -> int:

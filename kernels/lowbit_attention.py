@@ -89,7 +89,7 @@ def lowbit_attention_kernel(
     HALF_DEQ: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, INTERPRET_: tl.constexpr,
     STEP_TILES: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
-    LAUNCH_DEPENDENTS: tl.constexpr,
+    LAUNCH_DEPENDENTS: tl.constexpr, SEQ_BY_PROGRAM: tl.constexpr,
 ):
     if LAUNCH_DEPENDENTS:
         # the merge kernel may be launched now: it waits for this grid's partials by itself
@@ -98,8 +98,14 @@ def lowbit_attention_kernel(
     DVP: tl.constexpr = DV // P
     pid = tl.program_id(0)
     kv_head = pid % NUM_KV_HEADS
-    seq = tl.load(prog_seq_ptr + pid // NUM_KV_HEADS)
-    q_block = tl.load(prog_qblock_ptr + pid // NUM_KV_HEADS)
+    if SEQ_BY_PROGRAM:
+        # every sequence has one new token (a decode batch): program i serves sequence i, and its
+        # offsets and length load at once instead of after a lookup (one memory round trip fewer)
+        seq = pid // NUM_KV_HEADS
+        q_block = 0
+    else:
+        seq = tl.load(prog_seq_ptr + pid // NUM_KV_HEADS)
+        q_block = tl.load(prog_qblock_ptr + pid // NUM_KV_HEADS)
     split = tl.program_id(1)
     q_start = tl.load(query_start_ptr + seq)
     q_len = tl.load(query_start_ptr + seq + 1) - q_start

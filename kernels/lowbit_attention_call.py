@@ -158,6 +158,7 @@ def prepare_lowbit_attention(
         DOT_DTYPE=triton_dtype(dot), OUT_DTYPE=triton_dtype(query.dtype),
         DOT_PRECISION="ieee" if query.dtype == torch.float32 else "tf32",
         HALF_DEQ=(2 if fma2 else 1) if half else 0, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
+        SEQ_BY_PROGRAM=all(q == 1 for q in batch.query_lens),
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
         INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )

@@ -28,9 +28,10 @@ from typing import Any
 import torch
 
 from kvlab.kernels.dependent_launch import overlaps_dependent_launches, wait_for_primary
-from kvlab.kernels.launch_config import dependent_split_merge, next_pow2
+from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.numerics import to_storage
 from kvlab.kernels.runtime import INTERPRET, tl, triton
+from kvlab.kernels.split_decode_rules import dependent_split_merge
 
 #: Output channels merged by one program (a power of two).
 REDUCE_BLOCK_D: int = 32
@@ -159,7 +160,7 @@ class SplitKLaunch:
     graph. ``grid`` is ``(programs, num_splits)``; an empty grid launches nothing. With
     ``fused_merge`` the attention kernel merges its own segments (the last program of each split,
     see :func:`split_tickets`) and no merge kernel is launched. ``dependent_merge`` (``None``: the
-    rule :func:`~kvlab.kernels.launch_config.dependent_split_merge`) launches the merge kernel as a
+    rule :func:`~kvlab.kernels.split_decode_rules.dependent_split_merge`) launches the merge kernel as a
     programmatic dependent, which the attention programs let start as soon as they run
     (``LAUNCH_DEPENDENTS``; :mod:`kvlab.kernels.dependent_launch`).
     """

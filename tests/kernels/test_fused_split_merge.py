@@ -14,7 +14,7 @@ import torch
 
 from kvlab import relative_error
 from kvlab.kernels import prepare_paged_attention
-from kvlab.kernels.launch_config import fused_split_merge
+from kvlab.kernels.split_decode_rules import fused_split_merge
 from kvlab.reference import paged_attention_reference
 
 from .conftest import kernel_tolerance, poisoned

@@ -15,7 +15,7 @@ import torch
 
 from kvlab import build_paged_example
 from kvlab.kernels import prepare_paged_attention
-from kvlab.kernels.launch_config import unmasked_decode_tiles
+from kvlab.kernels.split_decode_rules import unmasked_decode_tiles
 from kvlab.reference import paged_attention_reference, reference_attention
 from kvlab.reference.metrics import relative_error
 

@@ -1,0 +1,91 @@
+"""How a split decode runs, once :mod:`kvlab.kernels.launch_config` has chosen its split count.
+
+Four rules, each a constant that says whether it is on and a function that applies it to a launch:
+
+* **Segment sizes.** Every sequence's key tiles are cut into segments of one size per launch, the
+  longest sequence's tiles over the split count (:func:`segment_tiles`): a program then knows its
+  first tile from its segment number alone and can ask for that tile's block ids before it knows
+  its sequence's length.
+* **Unmasked tiles.** Long segments of 1-byte caches run the tiles wholly inside their sequence
+  without masks (:func:`unmasked_decode_tiles`).
+* **Where the merge runs.** In a second kernel (the rule), or in the attention kernel's last program
+  of each (sequence, KV head) (:func:`fused_split_merge`, measured slower, off).
+* **When the merge starts.** As a programmatic dependent that every attention program lets start at
+  once (:func:`dependent_split_merge`, :mod:`kvlab.kernels.dependent_launch`).
+
+Pure Python, no Triton; every number quoted was measured on an H100 (``benchmarks/kernel_notes.md``).
+"""
+
+from __future__ import annotations
+
+from kvlab.cache.batch import cdiv
+
+#: Key tiles per split-K segment from which a 1-byte decode runs its whole tiles without masks.
+UNMASKED_DECODE_MIN_TILES: int = 16
+
+
+def unmasked_decode_tiles(kv_element_bytes: int, num_splits: int, max_seq_len: int, tile_n: int) -> bool:
+    """Whether a decode runs the tiles wholly inside its sequences without masks (only the last one
+    masked): for 1-byte caches in split grids whose segments hold at least
+    :data:`UNMASKED_DECODE_MIN_TILES` tiles. Measured on an H100 (B=16 at 8K and 32K tokens, 4
+    segments of 16–64 tiles): 6–13% faster; unsplit (B=64) 3–6% slower and with 4 tiles a segment
+    (B=1) within ±4%, so those keep every tile masked (``benchmarks/kernel_notes.md``, round 6).
+    """
+    segment_tiles = -(-max_seq_len // tile_n) // max(num_splits, 1)
+    return kv_element_bytes == 1 and num_splits > 1 and segment_tiles >= UNMASKED_DECODE_MIN_TILES
+
+
+def segment_tiles(num_splits: int, max_seq_len: int, tile_n: int) -> int:
+    """Key tiles of one split-K segment in a decode launch: the longest sequence's tiles over
+    ``num_splits``, rounded up (every sequence's segment ``s`` starts at tile ``s`` × this)."""
+    return max(1, cdiv(cdiv(max_seq_len, tile_n), max(num_splits, 1)))
+
+
+#: Whether a split decode without a sliding window cuts every sequence into segments of
+#: :func:`segment_tiles` tiles, whose first block ids the kernel can then load before it knows the
+#: sequence's length, instead of cutting each sequence's own tiles evenly.
+#: Measured on an H100 against segments cut from each sequence's length (benchmarks/kernel_notes.md,
+#: round 12; outputs bit-identical): B=1, L=1024 5-9% faster, B=1, L=8192 3-5% for 1-byte caches,
+#: fp8 per-token-head 8% at B=1, L=32768 and B=4, L=8192; every other case within ±2%.
+FIXED_DECODE_SEGMENTS: bool = True
+
+
+def fixed_decode_segments(decode_only: bool, num_splits: int, windowed: bool) -> bool:
+    """Whether a launch uses fixed-size segments (:data:`FIXED_DECODE_SEGMENTS`): split decode
+    launches without a sliding window (a window's first tile depends on the sequence's length)."""
+    return FIXED_DECODE_SEGMENTS and decode_only and num_splits > 1 and not windowed
+
+
+#: Whether split decode grids merge their segments inside the attention kernel (the last segment of
+#: each (sequence, KV head) to finish, see ``kernels/attention_kernel.py``) instead of in a second
+#: kernel. Off: measured slower on an H100 everywhere it was timed (benchmarks/kernel_notes.md,
+#: round 8): bf16 B=1, L=32768 73.1 µs against 55.7 µs, int8 B=16, L=32768 500 against 440 µs;
+#: the last program merges its 4 query heads alone, while the merge kernel spreads them over 128.
+FUSE_SPLIT_MERGE: bool = False
+
+
+def fused_split_merge(decode_only: bool, num_splits: int, requested: bool | None = None) -> bool:
+    """Whether a launch merges its split-K segments in the attention kernel: only split decode grids
+    can (one query token per program); ``requested`` (``None``: :data:`FUSE_SPLIT_MERGE`) says
+    whether they do."""
+    wanted = FUSE_SPLIT_MERGE if requested is None else requested
+    return decode_only and num_splits > 1 and wanted
+
+
+#: Whether a split decode launches its merge kernel as a programmatic dependent of the attention
+#: kernel (Hopper and later, :mod:`kvlab.kernels.dependent_launch`), with every attention program
+#: letting it launch as soon as it starts. Measured on an H100 against the merge launched after
+#: (benchmarks/kernel_notes.md, round 12): B=1, L=1024 4-10% faster for every scheme (bf16 7.89 ->
+#: 7.13 µs), B=1, L=8192 bf16 and int4 3-4% faster, 1-byte and kivi2 caches 0.5-2.7% slower there,
+#: every other split case within ±1%. Without the early start (the merge launched as a dependent
+#: but only when the attention grid ends) nothing was faster.
+DEPENDENT_SPLIT_MERGE: bool = True
+
+
+def dependent_split_merge(num_splits: int, fused: bool, device_can: bool,
+                          requested: bool | None = None) -> bool:
+    """Whether a launch's merge kernel is a programmatic dependent of its attention kernel: only a
+    split launch with a merge kernel (not ``fused``), on a GPU that can (``device_can``);
+    ``requested`` (``None``: :data:`DEPENDENT_SPLIT_MERGE`) says whether it is."""
+    wanted = DEPENDENT_SPLIT_MERGE if requested is None else requested
+    return num_splits > 1 and not fused and device_can and wanted
