@@ -138,7 +138,9 @@ class PagedAttentionCall:
 
     :func:`prepare_paged_attention` builds it (checks, launch shape, output and split-K workspace);
     :meth:`run` launches the kernels and nothing else: no checks and no host synchronisation, so it
-    can be timed in a loop or captured in a CUDA graph.
+    can be timed in a loop or captured in a CUDA graph. Its launch shape is chosen for the batch's
+    lengths when it was prepared; in a decode the sequences may still grow on the device between
+    launches (``seq_lens`` and ``block_table`` updated in place), and every key is read.
 
     Attributes:
         out: ``[num_tokens, num_q_heads, head_size_v]`` output in the query dtype.

@@ -159,8 +159,10 @@ def paged_attention_kernel(
         context_len, q_block_local * BLOCK_Q, q_len, window, split, num_splits, BLOCK_Q, TILE_N, USE_WINDOW,
         SPLIT_K and not FIXED_SEGMENTS)
     if FIXED_SEGMENTS:
+        # the last segment also takes any tiles past num_splits · P: a sequence that has grown since
+        # the launch was sized (a replayed graph) is still read whole
         tile_lo = split * split_tiles
-        tile_hi = tl.minimum(tile_lo + split_tiles, tile_hi)
+        tile_hi = tl.where(split == num_splits - 1, tile_hi, tl.minimum(tile_lo + split_tiles, tile_hi))
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
