@@ -52,7 +52,9 @@ FIXED_DECODE_SEGMENTS: bool = True
 
 def fixed_decode_segments(decode_only: bool, num_splits: int, windowed: bool) -> bool:
     """Whether a launch uses fixed-size segments (:data:`FIXED_DECODE_SEGMENTS`): split decode
-    launches without a sliding window (a window's first tile depends on the sequence's length)."""
+    launches without a sliding window (a window's first tile depends on the sequence's length).
+    Not unsplit ones: there the early load measured 13-32% slower for 1-byte caches at B=64 on an
+    H100 (``benchmarks/kernel_notes.md``, round 12), bf16 level."""
     return FIXED_DECODE_SEGMENTS and decode_only and num_splits > 1 and not windowed
 
 
