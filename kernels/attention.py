@@ -91,6 +91,7 @@ from kvlab.kernels.split_decode_rules import (
     fixed_decode_segments,
     fused_split_merge,
     segment_tiles,
+    tiles_nonnegative_hint,
     unmasked_decode_tiles,
 )
 from kvlab.kernels.split_reduce import SplitKLaunch, fused_merge_consts, split_tickets, split_workspace
@@ -292,6 +293,7 @@ def prepare_paged_attention(
             if decode_full_tiles is None else decode_full_tiles),
         INT8_K_OVER_64=int8_k, INT8_V_OVER_64=int8_v,
         FIXED_SEGMENTS=fixed_decode_segments(decode_only, splits, sliding_window is not None),
+        TILES_NONNEGATIVE=tiles_nonnegative_hint(splits),
         **fused_merge_consts(fused, splits, hv),
     )
     options = dict(num_warps=tiling.num_warps, num_stages=tiling.num_stages)
