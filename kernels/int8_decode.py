@@ -68,3 +68,43 @@ def int8_parts_by_trick(decode_only: bool, num_splits: int, tile_n: int,
     if values is None:
         values = decode_only and (num_splits == 1 or tile_n <= 64)
     return True, values
+
+
+#: the query's second int8 part counts in 1/256ths of the first part's step (a power of two, so the
+#: two integer products combine exactly as ``256 · hi + lo``)
+QUERY_LO_STEPS: tl.constexpr = tl.constexpr(256)
+
+
+@triton.jit
+def split_query_int8(q, INTERPRET: tl.constexpr):
+    """A query ``[rows, head]`` (fp32 values) → two int8 parts and a step per row, for integer dots.
+
+    ``q ≈ step · (hi + lo / 256)`` with ``step = max|q_row| / 127``: ``hi`` is the row rounded to
+    int8 steps, ``lo`` what is left, rounded to 1/256 of a step. The error per element is at most
+    ``step / 256`` (a query element is then exact to about 15 bits of its row's largest, against the
+    8 significant bits of the bf16 query itself). All-zero (padding) rows get step 1 and zero parts.
+    """
+    amax = tl.max(tl.abs(q), axis=1)
+    step = tl.where(amax > 0.0, amax / 127.0, 1.0)
+    hi = tl.minimum(tl.maximum(tl.floor(q / step[:, None] + 0.5), -127.0), 127.0)
+    rest = q - hi * step[:, None]
+    lo = tl.minimum(tl.maximum(tl.floor(rest * QUERY_LO_STEPS / step[:, None] + 0.5), -127.0), 127.0)
+    return hi.to(tl.int8), lo.to(tl.int8), step
+
+
+@triton.jit
+def int8_scores(q_hi, q_lo, step, k, INTERPRET: tl.constexpr):
+    """Scores ``q · kᵀ`` of a split query (:func:`split_query_int8`) against int8 key codes ``k``
+    ``[keys, head]``, in fp32, without converting a single key code: two integer dots (exact in
+    int32: |hi · k| sums at most 127 · 128 · head) combined as ``(256 · hi_dot + lo_dot) · step /
+    256``. The interpreter runs the dots on fp32 copies, exact as well (integers below 2**24)."""
+    if INTERPRET:
+        kf = tl.trans(k.to(tl.float32))
+        s_hi = tl.dot(q_hi.to(tl.float32), kf, input_precision="ieee")
+        s_lo = tl.dot(q_lo.to(tl.float32), kf, input_precision="ieee")
+        return (s_hi * QUERY_LO_STEPS + s_lo) * (step / QUERY_LO_STEPS)[:, None]
+    else:
+        kt = tl.trans(k)
+        s_hi = tl.dot(q_hi, kt, out_dtype=tl.int32)
+        s_lo = tl.dot(q_lo, kt, out_dtype=tl.int32)
+        return (s_hi * QUERY_LO_STEPS + s_lo).to(tl.float32) * (step / QUERY_LO_STEPS)[:, None]
