@@ -176,7 +176,6 @@ def prepare_paged_attention(
     fused_merge: bool | None = None,
     output_scale: float = 1.0,
     dequantize_first: bool | None = None,
-    int8_int_keys: bool = False,
 ) -> PagedAttentionCall | DequantizedPrefillCall:
     """Validate a paged-attention call and size its launch; see :func:`paged_attention`.
 
@@ -243,10 +242,9 @@ def prepare_paged_attention(
         qk_scale, out_scale = sigma * cache.k_scale, out_scale * cache.v_scale
     # int8 codes enter the bf16 dots divided by 64 (kernels/int8_decode.py): the scales take the 64
     int8_k, int8_v = False, False
-    int8_int_dot = bool(int8_int_keys) and sch.storage_dtype == torch.int8 and decode_only
     if int8_fast_decode and sch.storage_dtype == torch.int8 and dot_dtype == torch.bfloat16:
         int8_k, int8_v = int8_parts_by_trick(decode_only, tiling.num_splits, tiling.tile_n, int8_fast_values)
-        qk_scale *= 1 if int8_int_dot else CODE_DIVISOR
+        qk_scale *= CODE_DIVISOR
         out_scale *= CODE_DIVISOR if int8_v else 1
     q_blocks = query_block_count(num_tokens, batch.num_seqs, tiling.block_q, decode_only)
     splits = tiling.num_splits
@@ -293,7 +291,7 @@ def prepare_paged_attention(
         DECODE_FULL_TILES=decode_only and (
             unmasked_decode_tiles(sch.element_bytes, splits, batch.max_seq_len, tiling.tile_n)
             if decode_full_tiles is None else decode_full_tiles),
-        INT8_K_OVER_64=int8_k and not int8_int_dot, INT8_V_OVER_64=int8_v, INT8_K_INT_DOT=int8_int_dot,
+        INT8_K_OVER_64=int8_k, INT8_V_OVER_64=int8_v,
         FIXED_SEGMENTS=fixed_decode_segments(decode_only, splits, sliding_window is not None),
         TILES_NONNEGATIVE=tiles_nonnegative_hint(splits),
         **fused_merge_consts(fused, splits, hv),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from kvlab.kernels.attention_tile import attend_tile, dot_operand, key_tile_range, tile_block_ids, tile_scales
 from kvlab.kernels.dependent_launch import trigger_dependents
-from kvlab.kernels.int8_decode import split_query_int8
 from kvlab.kernels.numerics import to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
 from kvlab.kernels.split_reduce import merge_segments
@@ -94,7 +93,6 @@ def paged_attention_kernel(
     DECODE_FULL_TILES: tl.constexpr, INT8_K_OVER_64: tl.constexpr, INT8_V_OVER_64: tl.constexpr,
     FUSED_MERGE: tl.constexpr, SPLITS_PAD: tl.constexpr, MERGE_BLOCK_D: tl.constexpr,
     LAUNCH_DEPENDENTS: tl.constexpr, FIXED_SEGMENTS: tl.constexpr, TILES_NONNEGATIVE: tl.constexpr,
-    INT8_K_INT_DOT: tl.constexpr,
 ):
     if LAUNCH_DEPENDENTS:
         # the merge kernel may be launched now: it waits for this grid's partials by itself
@@ -153,12 +151,8 @@ def paged_attention_kernel(
         shift = tl.maximum(((amax.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127 - 14, 0)
         q = q * ((127 - shift) << 23).to(tl.float32, bitcast=True)
         qk_scale = qk_scale * ((127 + shift) << 23).to(tl.float32, bitcast=True)
-    if INT8_K_INT_DOT:
-        q, q_lo, q_step = split_query_int8(to_fp32(q, INTERPRET_), INTERPRET_)
-    else:
-        q = dot_operand(q, False, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
-                         FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
-        q_lo, q_step = q, qk_scale  # unused
+    q = dot_operand(q, False, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
+                     FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_)
 
     # -- the tile range: causal bound above, sliding window below, then this program's segment ---
     first_q, kv_start, kv_end, tile_lo, tile_hi = key_tile_range(
@@ -200,13 +194,13 @@ def paged_attention_kernel(
         if TILES_NONNEGATIVE:
             tl.assume(t >= 0)  # see the masked loop below
         m_i, l_i, acc, blk, sk, sv = attend_tile(
-            t, blk, sk, sv, q, q_lo, q_step, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head,
-            bt_row, k_ptr, v_ptr, k_scale_ptr, v_scale_ptr, qk_scale, softcap, window,
+            t, blk, sk, sv, q, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
+            k_ptr, v_ptr, k_scale_ptr, v_scale_ptr, qk_scale, softcap, window,
             stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
             False, NUM_KV_HEADS, HEAD_SIZE, HEAD_SIZE_PAD, HEAD_SIZE_V, HEAD_SIZE_V_PAD, BLOCK_SIZE, TILE_N,
             DECODE_ONLY, QUANT_MODE, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
             FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
-            SCALES_BY_TOKEN, INT8_K_OVER_64, INT8_V_OVER_64, INT8_K_INT_DOT)
+            SCALES_BY_TOKEN, INT8_K_OVER_64, INT8_V_OVER_64)
     for t in range(full_hi, tile_hi):
         if TILES_NONNEGATIVE:
             # Key positions are never negative, but a split segment's first tile is known only at
@@ -217,13 +211,13 @@ def paged_attention_kernel(
             # the hint made the int8 step longer offline (1,407 → 1,441, with spills).
             tl.assume(t >= 0)
         m_i, l_i, acc, blk, sk, sv = attend_tile(
-            t, blk, sk, sv, q, q_lo, q_step, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head,
-            bt_row, k_ptr, v_ptr, k_scale_ptr, v_scale_ptr, qk_scale, softcap, window,
+            t, blk, sk, sv, q, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
+            k_ptr, v_ptr, k_scale_ptr, v_scale_ptr, qk_scale, softcap, window,
             stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
             True, NUM_KV_HEADS, HEAD_SIZE, HEAD_SIZE_PAD, HEAD_SIZE_V, HEAD_SIZE_V_PAD, BLOCK_SIZE, TILE_N,
             DECODE_ONLY, QUANT_MODE, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
             FP8_KEEP_SPECIALS, DOT_DTYPE, P_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_,
-            SCALES_BY_TOKEN, INT8_K_OVER_64, INT8_V_OVER_64, INT8_K_INT_DOT)
+            SCALES_BY_TOKEN, INT8_K_OVER_64, INT8_V_OVER_64)
 
     if not SPLIT_K:
         # padding rows saw no key (l = 0); divide them by 1 instead, they are not stored anyway

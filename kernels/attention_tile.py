@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from kvlab.kernels.int8_decode import int8_scores, int8_to_bf16_over_64
+from kvlab.kernels.int8_decode import int8_to_bf16_over_64
 from kvlab.kernels.numerics import fp8_to_bf16, fp8_to_fp32, round_to_dot_dtype, to_fp32
 from kvlab.kernels.runtime import tl, triton
 from kvlab.quantization.schemes import QuantMode
@@ -129,7 +129,7 @@ def tile_scales(k_scale_ptr, v_scale_ptr, blk, t, kv_start, kv_end, kv_head, QUA
 
 @triton.jit
 def attend_tile(
-    t, blk, sk, sv, q, q_lo, q_step, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
+    t, blk, sk, sv, q, m_i, l_i, acc, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
     k_ptr, v_ptr, k_scale_ptr, v_scale_ptr, qk_scale, softcap, window,
     stride_kb, stride_ks, stride_kh, stride_vb, stride_vs, stride_vh,
     MASKED: tl.constexpr, NUM_KV_HEADS: tl.constexpr, HEAD_SIZE: tl.constexpr, HEAD_SIZE_PAD: tl.constexpr,
@@ -140,7 +140,6 @@ def attend_tile(
     DOT_DTYPE: tl.constexpr, P_DTYPE: tl.constexpr, DOT_PRECISION: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, INTERPRET_: tl.constexpr,
     SCALES_BY_TOKEN: tl.constexpr, INT8_K_OVER_64: tl.constexpr, INT8_V_OVER_64: tl.constexpr,
-    INT8_K_INT_DOT: tl.constexpr,
 ):
     """Fold key tile ``t`` (block ids ``blk``, scales ``sk``/``sv``) into ``(m_i, l_i, acc)``.
 
@@ -171,13 +170,9 @@ def attend_tile(
     blk_next = tile_block_ids(bt_row, t + 1, kv_start, kv_end, TILE_N, BLOCK_SIZE)
 
     # -- scores ---------------------------------------------------------------------------------------
-    if INT8_K_INT_DOT:
-        # int8 codes straight into integer tensor-core dots with the query split in two int8 parts
-        s = int8_scores(q, q_lo, q_step, k, INTERPRET_)
-    else:
-        k = dot_operand(k, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
-                        FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_, INT8_K_OVER_64)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
+    k = dot_operand(k, IS_FP8, FP8_MANT_BITS, FP8_SPECIAL_MASK, FP8_HAS_INF, FP8_DECODE_ASM,
+                    FP8_KEEP_SPECIALS, DOT_DTYPE, INTERPRET_, INT8_K_OVER_64)
+    s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
     if QUANT_MODE >= MODE_INT8_PER_TOKEN_HEAD:
         s = s * (qk_scale * sk)[None, :]  # per-token-head: the K scale multiplies the score
     else:
