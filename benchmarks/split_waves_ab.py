@@ -17,6 +17,7 @@ argument (default ``.``).
 """
 
 import dataclasses
+import re
 
 from decode_ab_cases import LOWBIT, alternate, prepare_calls, run_grid
 
@@ -46,20 +47,24 @@ def element_bytes(scheme: str) -> int:
     return 2 if scheme in ("bfloat16", "float16") else 1
 
 
-def measure(ctx, config, case, scheme, cache, batches):
-    batch = case.kv.batch
-    shapes = SHAPES[(batch, element_bytes(scheme))]
-    variants = ("rule",) + tuple("t{}s{}".format(*shape) + (f"n{shape[2]}" if len(shape) > 2 else "")
-                                 for shape in shapes
+def shape_name(shape: tuple) -> str:
+    """``(tile, splits[, stages[, warps]])`` → ``t128s66``, ``t64s66n3``, ``t128s33n2w8``."""
+    tile, splits, *rest = shape
+    return f"t{tile}s{splits}" + "".join(f"{k}{v}" for k, v in zip("nw", rest, strict=False))
+
+
+def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[dict]:
+    """Time the rule's launch beside each of ``shapes`` (see :func:`shape_name`), alternately."""
+    variants = ("rule",) + tuple(shape_name(shape) for shape in shapes
                                  if not (scheme in LOWBIT and len(shape) > 2))
 
     def launches_for(variant):
         if variant == "rule":
             calls = prepare_calls(case, scheme, cache, batches)
         else:
-            tile, rest = variant[1:].split("s")
-            splits, _, stages = rest.partition("n")
-            tile, splits = int(tile), int(splits)
+            tile, splits, stages, warps = (int(x) if x else None
+                                           for x in re.fullmatch(r"t(\d+)s(\d+)(?:n(\d+))?(?:w(\d+))?",
+                                                                 variant).groups())
             calls = []
             for s in range(case.sets):
                 if scheme in LOWBIT:
@@ -69,7 +74,8 @@ def measure(ctx, config, case, scheme, cache, batches):
                     rule = prepare_paged_attention(case.queries[s], cache, batches[s]).tiling
                     capped = 128 if element_bytes(scheme) == 1 else None
                     tiling = dataclasses.replace(rule, tile_n=tile, num_splits=splits, max_registers=capped,
-                                                 num_stages=int(stages or rule.num_stages))
+                                                 num_stages=stages or rule.num_stages,
+                                                 num_warps=warps or rule.num_warps)
                     calls.append(prepare_paged_attention(case.queries[s], cache, batches[s], tiling=tiling))
         return calls, [c.run for c in calls]
 
@@ -78,8 +84,13 @@ def measure(ctx, config, case, scheme, cache, batches):
     for r in rows:
         best[r["variant"]] = min(best.get(r["variant"], float("inf")), r["us"])
     line = " ".join(f"{v}={best[v]:.2f}({best[v] / best['rule']:.3f})" for v in variants)
-    print(f"BEST B={batch} L={case.kv.context} {scheme}: {line}", flush=True)
+    print(f"BEST B={case.kv.batch} L={case.kv.context} {scheme}: {line}", flush=True)
     return rows
+
+
+def measure(ctx, config, case, scheme, cache, batches):
+    return measure_shapes(ctx, config, case, scheme, cache, batches,
+                          SHAPES[(case.kv.batch, element_bytes(scheme))])
 
 
 def main() -> None:

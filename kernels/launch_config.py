@@ -19,7 +19,8 @@ The two questions a launch must answer:
   Otherwise the key tile is first halved (down to 32 keys) while the batch holds fewer than ``P``
   tiles in all, so that a short sequence still has work for every multiprocessor; then each
   program's key range is cut into ``min(P / (B × Hkv), its tiles, 128)`` segments: one wave of
-  ``P`` programs, each streaming an equal share.
+  ``P`` programs, each streaming an equal share. A 1-byte decode whose segments then hold at most
+  four 128-key tiles runs them in 64-key tiles (the last tile's math, which nothing overlaps, halves).
 * **Prefill.** 128 rows (32 query positions of a 4-head group) on 8 warps, 64-key tiles; at head
   size 128 (16- or 8-bit cache), two such programs per multiprocessor (registers capped at 128, 2
   stages), so that one program's softmax and tile conversion overlap the other's tensor-core work
@@ -45,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvlab.cache.batch import cdiv
+from kvlab.kernels.split_decode_rules import short_segment_tile_n
 from kvlab.validation import require_positive_int
 
 #: A grid of at least this many programs per multiprocessor is not split: it already keeps the
@@ -71,12 +73,9 @@ MAX_HEAD_SIZE: int = 512
 #: keys of bf16 at head size 128. Measured on an H100 (benchmarks/kernel_notes.md): for int8 at
 #: B=64, L=32768, 128-key tiles ran in 1957 µs against 2624 µs for 64-key tiles.
 DECODE_TILE_BYTES: int = 16384
-# Not adopted: split 8-bit grids in narrow programs (64-key tiles on 2 warps, eight per
-# multiprocessor, the same warps as four 4-warp programs). Measured on an H100 beside this rule
-# (benchmarks/kernel_notes.md, v18): int8 per-token-head 3-4% faster at B=16 and 32 with L >= 8192
-# (B=16, L=32768: 459 against 479 µs), per-tensor fp8 between 1% faster and 1.3% slower there, and
-# slower with few sequences (B=1, L=32768: 45.7 against 41.7 µs; B=4, L=8192: up to 8%) and at
-# B=64 split in two (1737 against 1629 µs).
+# Not adopted (benchmarks/kernel_notes.md, v18 and round 13): split 8-bit grids in narrow programs
+# (64-key tiles on 2 warps, eight per SM): int8 3-4% faster at B=16 and 32, L >= 8192, slower with few
+# sequences (B=1, L=32768: 45.7 against 41.7 µs) and at B=64; wide ones (8 warps) 7-47% slower.
 
 #: Pipeline depth of the decode key loop. With the block ids fetched one tile ahead, 2 stages keep one
 #: K/V buffer (42 KB of shared memory for int8, 128-key tiles), so five programs fit on a
@@ -262,6 +261,8 @@ def choose_tiling(
             tile_n //= 2
     if num_splits is None:
         num_splits = choose_num_splits(programs, cdiv(max(max_seq_len, 1), tile_n), num_sms, per_sm)
+        if decode:
+            tile_n = short_segment_tile_n(tile_n, kv_element_bytes, num_splits, max_seq_len)
     # The register cap pays only when more programs than fit uncapped want to run at once (measured:
     # int8, B=1 at 33 segments, 264 programs, was slower capped, 53.1 µs against 47.6 µs).
     crowded = num_sms is not None and programs * num_splits > NO_SPLIT_PROGRAMS_PER_SM * num_sms

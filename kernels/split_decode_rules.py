@@ -1,11 +1,14 @@
 """How a split decode runs, once :mod:`kvlab.kernels.launch_config` has chosen its split count.
 
-Four rules, each a constant that says whether it is on and a function that applies it to a launch:
+Five rules, each a constant that says whether it is on and a function that applies it to a launch:
 
 * **Segment sizes.** Every sequence's key tiles are cut into segments of one size per launch, the
   longest sequence's tiles over the split count (:func:`segment_tiles`): a program then knows its
   first tile from its segment number alone and can ask for that tile's block ids before it knows
   its sequence's length.
+* **Short segments, short tiles.** A 1-byte decode whose segments hold only a few 128-key tiles
+  takes 64-key tiles (:func:`short_segment_tile_n`): every program of a one-wave grid ends on its
+  last tile's math with nothing left to load, and a tile of half the keys halves that tail.
 * **Unmasked tiles.** Long segments of 1-byte caches run the tiles wholly inside their sequence
   without masks (:func:`unmasked_decode_tiles`).
 * **Where the merge runs.** In a second kernel (the rule), or in the attention kernel's last program
@@ -39,6 +42,23 @@ def segment_tiles(num_splits: int, max_seq_len: int, tile_n: int) -> int:
     """Key tiles of one split-K segment in a decode launch: the longest sequence's tiles over
     ``num_splits``, rounded up (every sequence's segment ``s`` starts at tile ``s`` × this)."""
     return max(1, cdiv(cdiv(max_seq_len, tile_n), max(num_splits, 1)))
+
+
+#: Largest segment, in key tiles of 128 keys, that a split 1-byte decode runs in 64-key tiles
+#: instead (0: never). Measured on an H100 (benchmarks/kernel_notes.md, round 13), 64- against
+#: 128-key tiles at the same split count: segments of 2 and 4 tiles (B=1 at 16K and 32K tokens, B=2 at
+#: 8K, B=4 at 8K) int8 and fp8 per-token-head 2.8-4.2% faster, per-tensor fp8 between 0.3% slower and
+#: 2.3% faster; segments of 8 tiles between 5.6% faster and 5.5% slower; 16 and 32 tiles 2-12% slower.
+#: 32-key tiles were slower than 64-key ones in every short case (up to 19%).
+SHORT_SEGMENT_MAX_TILES: int = 4
+
+
+def short_segment_tile_n(tile_n: int, kv_element_bytes: int, num_splits: int, max_seq_len: int) -> int:
+    """The key tile of a split decode launch: ``tile_n // 2`` for a 1-byte cache whose segments hold at
+    most :data:`SHORT_SEGMENT_MAX_TILES` tiles of ``tile_n`` = 128 keys, else ``tile_n``."""
+    short = (kv_element_bytes == 1 and num_splits > 1 and tile_n == 128
+             and segment_tiles(num_splits, max_seq_len, tile_n) <= SHORT_SEGMENT_MAX_TILES)
+    return tile_n // 2 if short else tile_n
 
 
 #: Whether a split decode without a sliding window cuts every sequence into segments of

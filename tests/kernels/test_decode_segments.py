@@ -4,9 +4,10 @@ Every sequence's key tiles are cut into segments of ``segment_tiles`` tiles (fro
 longest sequence), so that a program can load its first block ids before its sequence's length.
 Checked here: the rule by hand; the output against the float64 reference with and without fixed
 segments on fresh random lengths (one sequence shorter than a tile, so most of its segments are
-empty, and NaN-poisoned block-table padding, so a block id read past a sequence shows); and a decode
+empty, and NaN-poisoned block-table padding, so a block id read past a sequence shows); a decode
 whose sequences grew on the device after the call was prepared, which the last segment still reads
-whole.
+whole; and the 64-key tiles of short 1-byte segments (``split_decode_rules.short_segment_tile_n``),
+by hand and, on a GPU, on a launch the rule shrinks, against both references.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import torch
 from kvlab import relative_error
 from kvlab.cache.batch import AttentionBatch
 from kvlab.kernels import prepare_paged_attention
-from kvlab.kernels.split_decode_rules import fixed_decode_segments, segment_tiles
-from kvlab.reference import paged_attention_reference
+from kvlab.kernels.launch_config import choose_tiling
+from kvlab.kernels.split_decode_rules import fixed_decode_segments, segment_tiles, short_segment_tile_n
+from kvlab.reference import paged_attention_reference, reference_attention
 
-from .conftest import kernel_tolerance, poisoned
+from .conftest import kernel_tolerance, poisoned, scheme_tolerance
 from .test_fused_split_merge import _lengths
 from .test_paged_attention import _example
 
@@ -35,6 +37,52 @@ def test_segment_size_by_hand():
     assert segment_tiles(3, 40, 16) == 1  # 3 tiles over 3 segments
     assert segment_tiles(3, 49, 16) == 2  # 4 tiles over 3 segments
     assert segment_tiles(8, 1, 16) == 1  # never 0, even for a 1-token sequence
+
+
+def _decode_tiling(batch: int, context: int, element_bytes: int, **kw):
+    return choose_tiling(group=4, head_size=128, head_size_v=128, kv_element_bytes=element_bytes,
+                         max_query_len=1, max_seq_len=context, num_tokens=batch, num_seqs=batch,
+                         num_kv_heads=8, num_sms=132, **kw)
+
+
+def test_short_segments_take_half_tiles_by_hand():
+    # B=1, 32,768 keys, 1-byte: 8 programs want 66 segments (4 × 132 / 8); 256 tiles of 128 keys over
+    # 66 is 4 a segment, at most SHORT_SEGMENT_MAX_TILES, so the tiles halve to 64 keys
+    t = _decode_tiling(1, 32768, 1)
+    assert (t.tile_n, t.num_splits) == (64, 66)
+    # B=4, 8,192 keys: 32 programs, 16 segments of 64 / 16 = 4 tiles: halved as well
+    assert (_decode_tiling(4, 8192, 1).tile_n, _decode_tiling(4, 8192, 1).num_splits) == (64, 16)
+    # B=1, 65,536 keys: 512 / 66 → 8 tiles a segment; B=16, 8,192 keys: 4 segments of 16 tiles
+    assert _decode_tiling(1, 65536, 1).tile_n == 128
+    assert (_decode_tiling(16, 8192, 1).tile_n, _decode_tiling(16, 8192, 1).num_splits) == (128, 4)
+    # bf16 keeps its 64-key tiles; a split count given by the caller keeps the 128-key tile
+    assert _decode_tiling(1, 32768, 2).tile_n == 64
+    assert _decode_tiling(1, 32768, 1, num_splits=66).tile_n == 128
+    assert short_segment_tile_n(128, 1, 1, 32768) == 128  # unsplit
+    assert short_segment_tile_n(64, 1, 66, 8192) == 64  # already short: only 128-key tiles halve
+    assert short_segment_tile_n(128, 1, 33, 16384) == 64  # 128 tiles / 33 → 4
+    assert short_segment_tile_n(128, 1, 25, 16384) == 128  # 128 / 25 → 6
+
+
+@pytest.mark.parametrize("scheme", ["int8_per_token_head", "fp8", "fp8_per_token_head"])
+def test_short_segment_launch_agrees_with_both_references(target, seed, scheme):
+    """The launch the rule gives a long 1-byte sequence beside two shorter ones (64-key tiles on a
+    GPU; the interpreter never splits), into NaN-poisoned outputs."""
+    gen = torch.Generator().manual_seed(seed)
+    long = int(torch.randint(30000, 33000, (1,), generator=gen)) if target.large else 90
+    slens = [long, long // 3 + 7, 77]
+    ex = _example(target, seed, [1, 1, 1], slens, hq=32, hkv=8, d=128, scheme=scheme)
+    call = prepare_paged_attention(ex.query, ex.cache, ex.batch)
+    if target.large:
+        assert call.tiling.tile_n == 64 and call.tiling.num_splits > 1
+    for t in (call.out, call._launch.part_acc, call._launch.part_stat):
+        t.copy_(poisoned(t.shape, t.dtype, t.device))
+    out = call.run()
+    assert torch.isfinite(out).all()
+    tol = kernel_tolerance(ex.query.dtype, scheme)
+    assert relative_error(out, paged_attention_reference(ex.query, ex.cache, ex.batch)) <= tol
+    truth = reference_attention(ex.query, ex.keys, ex.values, ex.batch)
+    assert relative_error(out, truth) <= tol + scheme_tolerance(scheme)
 
 
 def test_which_launches_use_fixed_segments():
