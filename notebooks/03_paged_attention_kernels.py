@@ -136,15 +136,15 @@ if results:
 # %% [markdown]
 # On the H100 the answer has three parts:
 #
-# * **One short sequence** (batch 1, 1,024 tokens): every format takes about 8 µs, the 1-byte caches
+# * **One short sequence** (batch 1, 1,024 tokens): every format takes about 7 µs, the 1-byte caches
 #   included. There are too few bytes to save: the time is launch and memory latency, not bandwidth.
 # * **Longer or more sequences**: from batch 1 at 8,192 tokens (1.2×) or batch 16 at 1,024
-#   tokens (1.2–1.3×) on, they are faster; batch 1 at 32,768 tokens 1.3–1.4×; batch 16 at 8,192 and
-#   32,768 tokens 1.6–1.8×.
-# * **Large batches** (64): 1.6–1.8×. bfloat16 there already streams at the copy bandwidth (94–101 %),
-#   the 1-byte kernels at 74–92 %: half the bytes, but not quite half the time.
+#   tokens (1.2–1.4×) on, they are faster; batch 1 at 32,768 tokens 1.4–1.5×; batch 16 at 8,192 and
+#   32,768 tokens 1.5–1.8×.
+# * **Large batches** (64): 1.6–1.8×. bfloat16 there already streams at the copy bandwidth (93–102 %),
+#   the 1-byte kernels at 76–94 %: half the bytes, but not quite half the time.
 # * On an H200, with 1.4× the H100's bandwidth and the same multiprocessors, bfloat16 at batch 64 gets
-#   1.40–1.49× faster and the 1-byte kernels only 1.01–1.14×: they are limited by the work of converting
+#   1.39–1.45× faster and the 1-byte kernels only 1.03–1.10×: they are limited by the work of converting
 #   codes, not by bytes (`benchmarks/results/decode_NVIDIA_H200.csv`).
 #
 # "Faster than PyTorch" means little without saying which PyTorch. Every row of the benchmark is timed
