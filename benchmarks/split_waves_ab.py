@@ -48,9 +48,10 @@ def element_bytes(scheme: str) -> int:
 
 
 def shape_name(shape: tuple) -> str:
-    """``(tile, splits[, stages[, warps]])`` → ``t128s66``, ``t64s66n3``, ``t128s33n2w8``."""
+    """``(tile, splits[, stages[, warps[, register cap]]])`` → ``t128s66``, ``t64s66n3``,
+    ``t128s33n2w8``, ``t64s82n2w4r96``."""
     tile, splits, *rest = shape
-    return f"t{tile}s{splits}" + "".join(f"{k}{v}" for k, v in zip("nw", rest, strict=False))
+    return f"t{tile}s{splits}" + "".join(f"{k}{v}" for k, v in zip("nwr", rest, strict=False))
 
 
 def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[dict]:
@@ -62,9 +63,9 @@ def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[di
         if variant == "rule":
             calls = prepare_calls(case, scheme, cache, batches)
         else:
-            tile, splits, stages, warps = (int(x) if x else None
-                                           for x in re.fullmatch(r"t(\d+)s(\d+)(?:n(\d+))?(?:w(\d+))?",
-                                                                 variant).groups())
+            pattern = r"t(\d+)s(\d+)(?:n(\d+))?(?:w(\d+))?(?:r(\d+))?"
+            tile, splits, stages, warps, cap = (int(x) if x else None
+                                                for x in re.fullmatch(pattern, variant).groups())
             calls = []
             for s in range(case.sets):
                 if scheme in LOWBIT:
@@ -72,7 +73,7 @@ def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[di
                                                      num_splits=splits))
                 else:
                     rule = prepare_paged_attention(case.queries[s], cache, batches[s]).tiling
-                    capped = 128 if element_bytes(scheme) == 1 else None
+                    capped = cap or (128 if element_bytes(scheme) == 1 else None)
                     tiling = dataclasses.replace(rule, tile_n=tile, num_splits=splits, max_registers=capped,
                                                  num_stages=stages or rule.num_stages,
                                                  num_warps=warps or rule.num_warps)
