@@ -59,6 +59,9 @@ def test_short_segments_take_half_tiles_by_hand():
     assert _decode_tiling(1, 32768, 2).tile_n == 64
     assert _decode_tiling(1, 32768, 1, num_splits=66).tile_n == 128
     assert short_segment_tile_n(128, 1, 1, 32768) == 128  # unsplit
+    assert short_segment_tile_n(128, 1, 1, 512) == 128  # unsplit, even with 4 tiles: only split grids
+    # a 16-bit cache at head size 64 also streams 128-key tiles; the rule was measured on 1-byte ones
+    assert short_segment_tile_n(128, 2, 66, 32768) == 128
     assert short_segment_tile_n(64, 1, 66, 8192) == 64  # already short: only 128-key tiles halve
     assert short_segment_tile_n(128, 1, 33, 16384) == 64  # 128 tiles / 33 → 4
     assert short_segment_tile_n(128, 1, 25, 16384) == 128  # 128 / 25 → 6
