@@ -15,7 +15,11 @@ numbers in ``benchmarks/lowbit_notes.md``: 32 query / 8 KV heads, head 128, L = 
 * A grid too short to fill the GPU (B=1) is split along the keys (:func:`choose_num_splits`) into
   segments for ``SPLIT_PROGRAMS_PER_SM`` programs per multiprocessor: int4 on 2 warps, 64-key tiles,
   66 segments (31.6 µs, against 35.8 at 4 warps, 128-key tiles, 33 segments); KIVI on 4 warps,
-  33 segments (kivi4 49.2 µs, against 52.4 at 66 and 56.8 on 2 warps).
+  33 segments (kivi4 49.2 µs, against 52.4 at 66 and 56.8 on 2 warps). 2-bit KIVI codes there take
+  128-key tiles once each segment holds at least 4 tiles of 64: a 64-key tile of them is 4 KB of
+  codes, too little to carry a loop step's fixed work (B=1, L=32768: 38.4 against 44.5 µs; 4-16%
+  faster on every short grid measured; kivi4 between 2% slower and 3% faster, so it keeps 64;
+  full grids 28-51% slower with 128: ``benchmarks/kernel_notes.md``, round 13).
 * Prefill: 64-key tiles, 2 stages, 64 query rows a program on 4 warps; 2-bit codes 128 rows on
   8 warps (kivi2 1,996 µs against 2,592: each K/V tile is dequantized once for twice the rows; the
   4-bit schemes time the same either way, int4 1,799 against 1,775, kivi4 1,804 against 1,823).
@@ -47,6 +51,10 @@ KIVI_RESIDENT_PROGRAMS: int = 4
 SPLIT_PROGRAMS_PER_SM_INT4: int = 4
 SPLIT_PROGRAMS_PER_SM_KIVI: int = 2
 MAX_WAVE_SPLITS: int = 4
+#: key tile of a split 2-bit KIVI decode whose segments hold at least ``KIVI2_WIDE_MIN_TILES`` tiles
+#: of ``DECODE_TILE_KIVI`` keys (module docstring)
+SPLIT_GRID_TILE_KIVI2: int = 128
+KIVI2_WIDE_MIN_TILES: int = 4
 #: loop steps each split-K segment keeps at least, when splitting only to fill whole waves
 MIN_STEPS_PER_WAVE_SPLIT: int = 4
 
@@ -109,6 +117,7 @@ def choose_lowbit_launch(*, kivi: bool, prefill: bool, num_programs: int, max_se
     """
     short = num_sms is not None and num_programs < NO_SPLIT_PROGRAMS_PER_SM * num_sms
     short_int4 = short and not prefill and not kivi
+    tile_given = tile_n is not None
     if tile_n is None:
         if num_sms is None:
             tile_n = INTERPRETER_TILE
@@ -142,4 +151,7 @@ def choose_lowbit_launch(*, kivi: bool, prefill: bool, num_programs: int, max_se
         if full_grid and kivi:
             num_splits = wave_balanced_splits(num_programs, num_sms, KIVI_RESIDENT_PROGRAMS,
                                               -(-tiles // tiles_per_step))
+    if (kivi and bits == 2 and not prefill and not tile_given and num_splits > 1
+            and -(-tiles // num_splits) >= KIVI2_WIDE_MIN_TILES):
+        tile_n = max(tile_n, SPLIT_GRID_TILE_KIVI2)
     return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps, STAGES)

@@ -142,6 +142,19 @@ def test_fp16_query_block_32_and_split_k(target, seed, scheme):
     _check(ex, target, scheme, num_splits=3)
 
 
+@pytest.mark.parametrize("scheme", ["kivi2", "kivi2_g64_r2"])
+def test_split_2bit_decode_in_128_key_tiles(target, seed, scheme):
+    """The rule's launch for two long 2-bit KIVI sequences (on a GPU: 16 programs, 16 segments of
+    more than 4 tiles of 64 keys, so 128-key tiles), one ending mid-segment, against both references."""
+    gen = torch.Generator().manual_seed(seed)
+    long = int(torch.randint(9000, 14000, (1,), generator=gen)) if target.large else 90
+    ex = _example(target, seed, [1, 1], [long, long // 3 + 5], scheme, hq=32, hkv=8, d=128)
+    call = prepare_lowbit_attention(ex.query, ex.cache, ex.batch)
+    if target.large:
+        assert (call.tile_n, call.num_splits) == (128, 16)
+    _check(ex, target, scheme)
+
+
 @pytest.mark.parametrize("scheme, step", [("kivi4_g32_r2", 2), ("kivi2", 4), ("int4_per_token_head", 2)])
 def test_several_tiles_per_loop_step(target, seed, scheme, step):
     """A loop step's later tiles that fall past its split-K segment, or into blocks still in the

@@ -40,6 +40,19 @@ def test_short_decode_grids_split_without_step_or_cap():
     assert _launch(True, 16) == LowBitLaunch(64, 1, 2, None, 4)
 
 
+def test_split_2bit_kivi_decodes_take_128_key_tiles():
+    # B=1, 32,768 keys: 512 tiles of 64 over 33 segments is 16 a segment (>= 4): 128-key tiles, same split
+    assert _launch(True, 1, bits=2) == LowBitLaunch(128, 1, 33, None, 4)
+    # B=1, 8,192 keys: 128 / 33 -> 4 tiles a segment, still wide; 4,096 keys: 64 / 33 -> 2, kept at 64
+    assert _launch(True, 1, bits=2, seq_len=8192).tile_n == 128
+    assert _launch(True, 1, bits=2, seq_len=4096).tile_n == 64
+    # kivi4, full grids, prefill and a tile given by the caller keep theirs
+    assert _launch(True, 1, bits=4).tile_n == 64
+    assert _launch(True, 64, bits=2) == LowBitLaunch(64, 1, 1, None, 2)
+    assert _launch(True, 1, bits=2, prefill=True).tile_n == 64
+    assert _launch(True, 1, bits=2, tile_n=64).tile_n == 64
+
+
 def test_prefill_and_interpreter_and_given_options():
     # 2,048 new tokens in blocks of 16 queries: 128 x 8 = 1024 programs, no split, no cap;
     # 4-bit codes on 4 warps, 2-bit codes on 8 (their programs hold 128 rows: prefill_rows)
