@@ -1,8 +1,12 @@
 """The decode grid the A/B scripts share: each (case, scheme) with its paged cache, its prepared
-calls and the bytes a decode must move.
+calls and the bytes a decode must move; the alternating timing of variants; and launch shapes
+(key tile, split count, stages, warps, register cap) timed beside the library's rule.
 
     from decode_ab_cases import decode_cases, prepare_calls, decode_bytes   (same folder)
 """
+
+import dataclasses
+import re
 
 import torch
 
@@ -144,3 +148,49 @@ def constexpr_ab(csv_name: str, cases, schemes, variants: tuple[str, ...], name:
         return alternate(ctx, config, case, scheme, variants, launches_for)
 
     print_best(run_grid(csv_name, cases, schemes, measure), variants)
+
+
+def element_bytes(scheme: str) -> int:
+    return 2 if scheme in ("bfloat16", "float16") else 1
+
+
+def shape_name(shape: tuple) -> str:
+    """``(tile, splits[, stages[, warps[, register cap]]])`` → ``t128s66``, ``t64s66n3``,
+    ``t128s33n2w8``, ``t64s82n2w4r96``."""
+    tile, splits, *rest = shape
+    return f"t{tile}s{splits}" + "".join(f"{k}{v}" for k, v in zip("nwr", rest, strict=False))
+
+
+def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[dict]:
+    """Time the rule's launch beside each of ``shapes`` (see :func:`shape_name`), alternately."""
+    variants = ("rule",) + tuple(shape_name(shape) for shape in shapes
+                                 if not (scheme in LOWBIT and len(shape) > 2))
+
+    def launches_for(variant):
+        if variant == "rule":
+            calls = prepare_calls(case, scheme, cache, batches)
+        else:
+            pattern = r"t(\d+)s(\d+)(?:n(\d+))?(?:w(\d+))?(?:r(\d+))?"
+            tile, splits, stages, warps, cap = (int(x) if x else None
+                                                for x in re.fullmatch(pattern, variant).groups())
+            calls = []
+            for s in range(case.sets):
+                if scheme in LOWBIT:
+                    calls.append(prepare_lowbit_call(case.queries[s], cache, batches[s], tile_n=tile,
+                                                     num_splits=splits))
+                else:
+                    rule = prepare_paged_attention(case.queries[s], cache, batches[s]).tiling
+                    capped = cap or (128 if element_bytes(scheme) == 1 else None)
+                    tiling = dataclasses.replace(rule, tile_n=tile, num_splits=splits, max_registers=capped,
+                                                 num_stages=stages or rule.num_stages,
+                                                 num_warps=warps or rule.num_warps)
+                    calls.append(prepare_paged_attention(case.queries[s], cache, batches[s], tiling=tiling))
+        return calls, [c.run for c in calls]
+
+    rows = alternate(ctx, config, case, scheme, variants, launches_for)
+    best: dict = {}
+    for r in rows:
+        best[r["variant"]] = min(best.get(r["variant"], float("inf")), r["us"])
+    line = " ".join(f"{v}={best[v]:.2f}({best[v] / best['rule']:.3f})" for v in variants)
+    print(f"BEST B={case.kv.batch} L={case.kv.context} {scheme}: {line}", flush=True)
+    return rows

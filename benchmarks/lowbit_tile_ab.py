@@ -14,8 +14,7 @@ given as the first argument (default ``.``). With ``--kivi`` after it: the KIVI 
 import sys
 
 import torch
-from decode_ab_cases import run_grid
-from split_waves_ab import measure_shapes
+from decode_ab_cases import measure_shapes, run_grid
 
 from kvlab.kernels.lowbit_launch import choose_lowbit_launch
 

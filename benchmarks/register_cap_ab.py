@@ -12,8 +12,7 @@ given as the first argument (default ``.``).
     PYTHONPATH=.:benchmarks python3 benchmarks/register_cap_ab.py "$OUT"
 """
 
-from decode_ab_cases import run_grid
-from split_waves_ab import measure_shapes
+from decode_ab_cases import measure_shapes, run_grid
 
 CASES = ((1, 32768), (1, 16384), (1, 8192), (4, 8192), (16, 8192))
 SCHEMES = ("fp8_e4m3", "int8_per_token_head", "fp8_per_token_head")

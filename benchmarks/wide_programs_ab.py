@@ -11,8 +11,7 @@ Writes ``wide_programs_ab.csv`` into the folder given as the first argument (def
     PYTHONPATH=.:benchmarks python3 benchmarks/wide_programs_ab.py "$OUT"
 """
 
-from decode_ab_cases import run_grid
-from split_waves_ab import element_bytes, measure_shapes
+from decode_ab_cases import element_bytes, measure_shapes, run_grid
 
 CASES = ((1, 32768), (1, 8192), (4, 8192), (16, 8192), (64, 1024))
 SCHEMES = ("int8_per_token_head", "fp8_e4m3", "fp8_per_token_head", "bfloat16")
