@@ -3,7 +3,7 @@
 A one-wave split decode ends on every program's last tile, converted and multiplied with nothing left
 to load (``kernel_notes.md``, round 13). With 64-key tiles that last step is half as long, at the
 price of twice the loop steps. Measured first on the grids of round 13's other A/B runs: B=1,
-L=32768 (segments of 4 tiles of 128 keys) 2-4% faster, B=16, L=8192 (16 tiles) 7-12% slower. This
+L=32768 (segments of 4 tiles of 128 keys) 2-3% faster, B=16, L=8192 (16 tiles) 7-12% slower. This
 script finds where the one turns into the other: the library's split count with 128-key tiles
 (``t128``), and the same split count with 64-key tiles (``t64``), on cases whose segments hold 2 to 32
 tiles of 128 keys, alternately, two rounds in opposite orders. Writes ``short_segment_tile_ab.csv``

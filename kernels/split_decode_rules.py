@@ -48,7 +48,7 @@ def segment_tiles(num_splits: int, max_seq_len: int, tile_n: int) -> int:
 #: instead (0: never). Measured on an H100 (benchmarks/kernel_notes.md, round 13), 64- against
 #: 128-key tiles at the same split count: segments of 2 and 4 tiles (B=1 at 16K and 32K tokens, B=2 at
 #: 8K, B=4 at 8K) int8 and fp8 per-token-head 2.8-4.2% faster, per-tensor fp8 between 0.3% slower and
-#: 2.3% faster; segments of 8 tiles between 5.6% faster and 5.5% slower; 16 and 32 tiles 2-12% slower.
+#: 2.3% faster; segments of 8 tiles between 5.6% faster and 5.5% slower; 16 and 32 tiles 6-12% slower.
 #: 32-key tiles were slower than 64-key ones in every short case (up to 19%).
 SHORT_SEGMENT_MAX_TILES: int = 4
 
