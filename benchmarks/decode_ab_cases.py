@@ -194,3 +194,12 @@ def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[di
     line = " ".join(f"{v}={best[v]:.2f}({best[v] / best['rule']:.3f})" for v in variants)
     print(f"BEST B={case.kv.batch} L={case.kv.context} {scheme}: {line}", flush=True)
     return rows
+
+
+def shapes_ab(csv_name: str, cases, schemes, shapes_for) -> list[dict]:
+    """:func:`run_grid` of :func:`measure_shapes`: ``shapes_for(config, case, scheme)`` gives the
+    launch shapes timed beside the rule in each (case, scheme)."""
+    def measure(ctx, config, case, scheme, cache, batches):
+        return measure_shapes(ctx, config, case, scheme, cache, batches, shapes_for(config, case, scheme))
+
+    return run_grid(csv_name, cases, schemes, measure)

@@ -12,7 +12,7 @@ given as the first argument (default ``.``).
     PYTHONPATH=.:benchmarks python3 benchmarks/register_cap_ab.py "$OUT"
 """
 
-from decode_ab_cases import measure_shapes, run_grid
+from decode_ab_cases import shapes_ab
 
 CASES = ((1, 32768), (1, 16384), (1, 8192), (4, 8192), (16, 8192))
 SCHEMES = ("fp8_e4m3", "int8_per_token_head", "fp8_per_token_head")
@@ -25,12 +25,8 @@ SHAPES = {
 }
 
 
-def measure(ctx, config, case, scheme, cache, batches):
-    return measure_shapes(ctx, config, case, scheme, cache, batches, SHAPES[case.kv.batch])
-
-
 def main() -> None:
-    run_grid("register_cap_ab.csv", CASES, SCHEMES, measure)
+    shapes_ab("register_cap_ab.csv", CASES, SCHEMES, lambda config, case, scheme: SHAPES[case.kv.batch])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ argument (default ``.``).
     PYTHONPATH=.:benchmarks python3 benchmarks/split_waves_ab.py "$OUT"
 """
 
-from decode_ab_cases import element_bytes, measure_shapes, run_grid
+from decode_ab_cases import element_bytes, shapes_ab
 
 import kvlab.kernels.attention_checks as attention_checks
 import kvlab.kernels.launch_config as launch_config
@@ -38,13 +38,9 @@ SHAPES = {
 launch_config.MAX_SPLITS = attention_checks.MAX_SPLITS = 512
 
 
-def measure(ctx, config, case, scheme, cache, batches):
-    return measure_shapes(ctx, config, case, scheme, cache, batches,
-                          SHAPES[(case.kv.batch, element_bytes(scheme))])
-
-
 def main() -> None:
-    run_grid("split_waves_ab.csv", CASES, SCHEMES, measure)
+    shapes_ab("split_waves_ab.csv", CASES, SCHEMES,
+              lambda config, case, scheme: SHAPES[(case.kv.batch, element_bytes(scheme))])
 
 
 if __name__ == "__main__":

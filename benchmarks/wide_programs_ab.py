@@ -11,7 +11,7 @@ Writes ``wide_programs_ab.csv`` into the folder given as the first argument (def
     PYTHONPATH=.:benchmarks python3 benchmarks/wide_programs_ab.py "$OUT"
 """
 
-from decode_ab_cases import element_bytes, measure_shapes, run_grid
+from decode_ab_cases import element_bytes, shapes_ab
 
 CASES = ((1, 32768), (1, 8192), (4, 8192), (16, 8192), (64, 1024))
 SCHEMES = ("int8_per_token_head", "fp8_e4m3", "fp8_per_token_head", "bfloat16")
@@ -28,13 +28,9 @@ SHAPES = {
 }
 
 
-def measure(ctx, config, case, scheme, cache, batches):
-    return measure_shapes(ctx, config, case, scheme, cache, batches,
-                          SHAPES[(case.kv.batch, element_bytes(scheme))])
-
-
 def main() -> None:
-    run_grid("wide_programs_ab.csv", CASES, SCHEMES, measure)
+    shapes_ab("wide_programs_ab.csv", CASES, SCHEMES,
+              lambda config, case, scheme: SHAPES[(case.kv.batch, element_bytes(scheme))])
 
 
 if __name__ == "__main__":
