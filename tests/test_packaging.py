@@ -16,6 +16,9 @@ def test_every_package_folder_is_listed_in_pyproject():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "kvlab").rglob("__init__.py")}
     found |= {"kvlab.kernels"}  # installed from kernels/
+    # folders that hold only data files the package reads (no __init__.py) are listed as well
+    found |= {".".join(p.relative_to(ROOT).parts) for p in (ROOT / "kvlab").rglob("data")
+              if p.is_dir() and not (p / "__init__.py").exists() and any(p.glob("*.txt"))}
     assert listed == found, f"missing from pyproject: {found - listed}; listed but absent: {listed - found}"
 
 
