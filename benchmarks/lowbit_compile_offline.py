@@ -22,6 +22,7 @@ from compile_offline import compile_sm90, resource_usage  # noqa: E402
 
 import kvlab.kernels.lowbit_attention_call as call_mod  # noqa: E402
 from kvlab.cache import build_paged_example  # noqa: E402
+from kvlab.kernels.lowbit_attention import lowbit_attention_kernel  # noqa: E402
 
 call_mod.multiprocessor_count = lambda index: 132  # an H100 SXM
 compile_offline._TRITON_TYPES[torch.uint8] = "u8"
@@ -35,21 +36,20 @@ PTX_COUNTS = ("cvt.", "ld.shared", "st.shared", "ldmatrix", "cp.async", "ld.glob
 
 def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: int | None,
            ptx_dir: str | None, maxnreg: int | None = None, step: int | None = None,
-           packed_fma: bool = False, folded: bool | None = None) -> str:
+           packed_fma: bool = False) -> str:
     ex = build_paged_example([new], [300], num_q_heads=32, num_kv_heads=8, head_size=128, scheme=scheme,
                              query_dtype=torch.bfloat16)
     call = call_mod.prepare_lowbit_attention(ex.query, ex.cache, ex.batch, tile_n=tile, num_warps=warps,
                                              num_stages=stages, max_registers=maxnreg,
-                                             tiles_per_step=step, packed_fma=packed_fma,
-                                             folded=folded if new == 1 else None)
+                                             tiles_per_step=step, packed_fma=packed_fma)
     launch = call._launch
-    kernel = compile_sm90(launch.kernel, launch.args, launch.kernel_consts(), call.num_warps,
+    kernel = compile_sm90(lowbit_attention_kernel, launch.args, launch.kernel_consts(), call.num_warps,
                           call.options["num_stages"], maxnreg or call.options.get("maxnreg"))
     regs, stack = resource_usage(kernel.asm["cubin"])
     ptx = kernel.asm["ptx"]
     if ptx_dir:
         stem = os.path.join(ptx_dir, f"lowbit_{scheme}_{new}_{call.tile_n}x{call.tiles_per_step}"
-                                     f"{'_packed_fma' if packed_fma else ''}{'_folded' if folded else ''}")
+                                     f"{'_packed_fma' if packed_fma else ''}")
         with open(stem + ".ptx", "w") as f:
             f.write(ptx)
         with open(stem + ".cubin", "wb") as f:  # SASS: cuobjdump -sass (Triton's own copy) on this file
@@ -72,14 +72,11 @@ if __name__ == "__main__":
     ap.add_argument("--step", type=int, help="key tiles per loop step")
     ap.add_argument("--packed-fma", action="store_true",
                     help="KIVI's c*s + z as packed fma.rn.f16x2 (notes v7)")
-    ap.add_argument("--folded", type=int, choices=(0, 1),
-                    help="KIVI decodes in the folded-scale kernel (1) or the low-bit kernel (0)")
     ap.add_argument("--new", type=int, action="append", help="new tokens per program's sequence (1 = decode)")
     ap.add_argument("schemes", nargs="*", default=["int4_per_token_head", "kivi4", "kivi2"])
     a = ap.parse_args()
     for scheme in a.schemes:
         for new in a.new or [c[1] for c in CASES]:
             for t in a.tile or [None]:
-                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, a.packed_fma,
-                                 None if a.folded is None else bool(a.folded)),
+                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, a.packed_fma),
                       flush=True)

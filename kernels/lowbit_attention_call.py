@@ -18,11 +18,9 @@ from kvlab.cache.lowbit_cache import LowBitPagedCache
 from kvlab.kernels.attention import check_attention_call
 from kvlab.kernels.devices import multiprocessor_count
 from kvlab.kernels.dtypes import triton_dtype
-from kvlab.kernels.kivi_folded_call import folded_launch
-from kvlab.kernels.kivi_folded_call import serves as serves_folded
 from kvlab.kernels.launch_config import next_pow2
 from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
-from kvlab.kernels.lowbit_launch import FOLDED_KIVI_DECODE, choose_lowbit_launch
+from kvlab.kernels.lowbit_launch import choose_lowbit_launch
 from kvlab.kernels.lowbit_launch import prefill_rows as default_prefill_rows
 from kvlab.kernels.lowbit_prefill import DequantizedPrefillCall, prepare_dequantized_prefill
 from kvlab.kernels.lowbit_unpack_asm import MAGIC, unpack_asm, unpack_fma_asm
@@ -94,15 +92,12 @@ def prepare_lowbit_attention(
     packed_fma: bool = False,
     tiles_per_step: int | None = None,
     prefill_rows: int | None = None,
-    folded: bool | None = None,
 ) -> LowBitAttentionCall:
     """Validate a low-bit attention call and size its launch; arguments as :func:`lowbit_paged_attention`,
     plus launch overrides for sweeps (``num_warps``, ``num_stages``, ``max_registers``, ``fast_unpack``,
     ``packed_fma``: KIVI's ``c · s + z`` as packed ``fma.rn.f16x2`` in the unpack's PTX, else as
     Triton's scalar fp16 FMAs (the default: packed measured no faster, ``benchmarks/lowbit_notes.md`` v7),
-    ``prefill_rows``: query rows of one prefill program, 16 to 256, default the launch rule's, and
-    ``folded``: run a KIVI decode batch in :mod:`kvlab.kernels.kivi_folded_decode`, default the launch
-    rule's ``FOLDED_KIVI_DECODE``)."""
+    and ``prefill_rows``: query rows of one prefill program, 16 to 256, default the launch rule's)."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
                                              num_splits=num_splits)
@@ -167,17 +162,12 @@ def prepare_lowbit_attention(
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
         INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
-    kernel = lowbit_attention_kernel
-    if folded and not serves_folded(kivi, batch.query_lens):
-        raise ValueError("folded=True needs a KIVI cache and a decode batch (one new token per sequence)")
-    if (FOLDED_KIVI_DECODE if folded is None else folded) and serves_folded(kivi, batch.query_lens):
-        kernel, args, consts = folded_launch(args, consts, query, sch.bits, fast_unpack, INTERPRET)
     num_warps = shape.num_warps
     num_stages = shape.num_stages if num_stages is None else num_stages
     options = dict(num_warps=num_warps, num_stages=require_positive_int(num_stages, "num_stages"))
     if shape.max_registers is not None and not INTERPRET:
         options["maxnreg"] = require_positive_int(shape.max_registers, "max_registers", 24)
-    launch = SplitKLaunch(kernel, (len(seqs) * nkv if num_tokens else 0, num_splits),
+    launch = SplitKLaunch(lowbit_attention_kernel, (len(seqs) * nkv if num_tokens else 0, num_splits),
                           args, consts, options, out, part_acc, part_stat)
     return LowBitAttentionCall(out, num_splits, tile, block_m, num_warps, step, launch)
 

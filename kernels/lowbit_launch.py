@@ -55,8 +55,6 @@ MAX_WAVE_SPLITS: int = 4
 #: of ``DECODE_TILE_KIVI`` keys (module docstring)
 SPLIT_GRID_TILE_KIVI2: int = 128
 KIVI2_WIDE_MIN_TILES: int = 4
-#: KIVI decode batches run the folded-scale kernel (:mod:`kvlab.kernels.kivi_folded_decode`)
-FOLDED_KIVI_DECODE: bool = False
 #: loop steps each split-K segment keeps at least, when splitting only to fill whole waves
 MIN_STEPS_PER_WAVE_SPLIT: int = 4
 
