@@ -13,7 +13,7 @@ import torch
 from kvlab.bench.attention_cases import attention_case, paged
 from kvlab.bench.traffic import attention_bytes
 from kvlab.kernels.attention import prepare_paged_attention
-from kvlab.kernels.lowbit_attention_call import prepare_lowbit_call
+from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention, prepare_lowbit_call
 
 LOWBIT = ("int4_per_token_head", "kivi4", "kivi2")
 
@@ -163,8 +163,7 @@ def shape_name(shape: tuple) -> str:
 
 def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[dict]:
     """Time the rule's launch beside each of ``shapes`` (see :func:`shape_name`), alternately."""
-    variants = ("rule",) + tuple(shape_name(shape) for shape in shapes
-                                 if not (scheme in LOWBIT and len(shape) > 2))
+    variants = ("rule",) + tuple(shape_name(shape) for shape in shapes)
 
     def launches_for(variant):
         if variant == "rule":
@@ -176,8 +175,9 @@ def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[di
             calls = []
             for s in range(case.sets):
                 if scheme in LOWBIT:
-                    calls.append(prepare_lowbit_call(case.queries[s], cache, batches[s], tile_n=tile,
-                                                     num_splits=splits))
+                    calls.append(prepare_lowbit_attention(case.queries[s], cache, batches[s], tile_n=tile,
+                                                          num_splits=splits, num_stages=stages,
+                                                          num_warps=warps, max_registers=cap))
                 else:
                     rule = prepare_paged_attention(case.queries[s], cache, batches[s]).tiling
                     capped = cap or (128 if element_bytes(scheme) == 1 else None)

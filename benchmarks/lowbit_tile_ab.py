@@ -9,9 +9,11 @@ when the committed CSVs were measured the rule ran 64-key tiles everywhere, and 
 kivi2 decodes run 128 (there ``rule`` is the 128-key row and ``t64…`` the launch before).
 Writes ``lowbit_tile_ab.csv`` into the folder given as the first argument (default ``.``). With
 ``--kivi`` after it: the KIVI schemes only, with 64- to 256-key tiles, on the short grids and on
-B=16 and B=64 (``lowbit_tile_kivi_ab.csv``).
+B=16 and B=64 (``lowbit_tile_kivi_ab.csv``). With ``--full``: the full grids that split only to fill
+whole waves (B=32 and B=48), 64- and 128-key tiles (``lowbit_tile_full_ab.csv``; round 14 of
+``lowbit_notes.md``, which took these grids out of the 2-bit 128-key rule).
 
-    PYTHONPATH=.:benchmarks python3 benchmarks/lowbit_tile_ab.py "$OUT" [--kivi]
+    PYTHONPATH=.:benchmarks python3 benchmarks/lowbit_tile_ab.py "$OUT" [--kivi | --full]
 """
 
 import sys
@@ -27,6 +29,7 @@ TILES = (32, 64, 128)
 KIVI_CASES = CASES + ((16, 8192), (64, 8192), (64, 32768))
 KIVI_SCHEMES = ("kivi4", "kivi2")
 KIVI_TILES = (64, 128, 256)
+FULL_CASES = ((32, 8192), (32, 32768), (48, 8192), (48, 32768))
 
 
 def tile_shapes(tiles):
@@ -43,7 +46,9 @@ def tile_shapes(tiles):
 
 
 def main() -> None:
-    if "--kivi" in sys.argv[2:]:
+    if "--full" in sys.argv[2:]:
+        shapes_ab("lowbit_tile_full_ab.csv", FULL_CASES, KIVI_SCHEMES, tile_shapes((64, 128)))
+    elif "--kivi" in sys.argv[2:]:
         shapes_ab("lowbit_tile_kivi_ab.csv", KIVI_CASES, KIVI_SCHEMES, tile_shapes(KIVI_TILES))
     else:
         shapes_ab("lowbit_tile_ab.csv", CASES, SCHEMES, tile_shapes(TILES))

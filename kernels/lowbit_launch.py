@@ -19,7 +19,9 @@ numbers in ``benchmarks/lowbit_notes.md``: 32 query / 8 KV heads, head 128, L = 
   128-key tiles once each segment holds at least 4 tiles of 64: a 64-key tile of them is 4 KB of
   codes, too little to carry a loop step's fixed work (B=1, L=32768: 38.4 against 44.5 µs; 4-16%
   faster on every short grid measured; kivi4 between 2% slower and 3% faster, so it keeps 64;
-  full grids 28-51% slower with 128: ``benchmarks/kernel_notes.md``, round 13).
+  full grids 28-51% slower with 128: ``benchmarks/kernel_notes.md``, round 13). A full grid split
+  only to fill whole waves (B=32: 2 segments, B=48: 4) keeps 64-key tiles on its 2 warps (B=32,
+  L=32768: 815 against 957 µs with 128; ``benchmarks/lowbit_notes.md``, round 14).
 * Prefill: 64-key tiles, 2 stages, 64 query rows a program on 4 warps; 2-bit codes 128 rows on
   8 warps (kivi2 1,996 µs against 2,592: each K/V tile is dequantized once for twice the rows; the
   4-bit schemes time the same either way, int4 1,799 against 1,775, kivi4 1,804 against 1,823).
@@ -51,8 +53,8 @@ KIVI_RESIDENT_PROGRAMS: int = 4
 SPLIT_PROGRAMS_PER_SM_INT4: int = 4
 SPLIT_PROGRAMS_PER_SM_KIVI: int = 2
 MAX_WAVE_SPLITS: int = 4
-#: key tile of a split 2-bit KIVI decode whose segments hold at least ``KIVI2_WIDE_MIN_TILES`` tiles
-#: of ``DECODE_TILE_KIVI`` keys (module docstring)
+#: key tile of a split short-grid 2-bit KIVI decode whose segments hold at least
+#: ``KIVI2_WIDE_MIN_TILES`` tiles of ``DECODE_TILE_KIVI`` keys (module docstring)
 SPLIT_GRID_TILE_KIVI2: int = 128
 KIVI2_WIDE_MIN_TILES: int = 4
 #: loop steps each split-K segment keeps at least, when splitting only to fill whole waves
@@ -151,7 +153,7 @@ def choose_lowbit_launch(*, kivi: bool, prefill: bool, num_programs: int, max_se
         if full_grid and kivi:
             num_splits = wave_balanced_splits(num_programs, num_sms, KIVI_RESIDENT_PROGRAMS,
                                               -(-tiles // tiles_per_step))
-    if (kivi and bits == 2 and not prefill and not tile_given and num_splits > 1
+    if (kivi and bits == 2 and not prefill and not tile_given and not full_grid and num_splits > 1
             and -(-tiles // num_splits) >= KIVI2_WIDE_MIN_TILES):
         tile_n = max(tile_n, SPLIT_GRID_TILE_KIVI2)
     return LowBitLaunch(tile_n, tiles_per_step, num_splits, max_registers, num_warps, STAGES)

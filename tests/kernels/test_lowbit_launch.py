@@ -46,8 +46,13 @@ def test_split_2bit_kivi_decodes_take_128_key_tiles():
     # B=1, 8,192 keys: 128 / 33 -> 4 tiles a segment, still wide; 4,096 keys: 64 / 33 -> 2, kept at 64
     assert _launch(True, 1, bits=2, seq_len=8192).tile_n == 128
     assert _launch(True, 1, bits=2, seq_len=4096).tile_n == 64
-    # kivi4, full grids, prefill and a tile given by the caller keep theirs
+    # B=16 (128 programs, a short grid): 2 segments of 256 tiles of 64, 128-key tiles on 4 warps
+    assert _launch(True, 16, bits=2) == LowBitLaunch(128, 1, 2, None, 4)
+    # kivi4, full grids (split only to fill waves or not at all), prefill and a tile given by the
+    # caller keep theirs. B=32: 256 programs of 2 warps, waves of 528 -> 2 segments fill 97%
     assert _launch(True, 1, bits=4).tile_n == 64
+    assert _launch(True, 32, bits=2) == LowBitLaunch(64, 1, 2, None, 2)
+    assert _launch(True, 48, bits=2) == LowBitLaunch(64, 1, 4, None, 2)
     assert _launch(True, 64, bits=2) == LowBitLaunch(64, 1, 1, None, 2)
     assert _launch(True, 1, bits=2, prefill=True).tile_n == 64
     assert _launch(True, 1, bits=2, tile_n=64).tile_n == 64
