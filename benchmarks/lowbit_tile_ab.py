@@ -5,8 +5,9 @@ nothing left to load, and that halving a segment's tiles when it holds only a fe
 (``kernel_notes.md``, v33). This script asks the same of the low-bit kernel (int4 per-token-head,
 kivi4, kivi2) on its short grids: the rule's launch, and the same split count with each other key
 tile, alternately, two rounds in opposite orders. It is how the rule for 2-bit KIVI was found:
-when the committed CSVs were measured the rule ran 64-key tiles everywhere, and since then split
-kivi2 decodes run 128 (there ``rule`` is the 128-key row and ``t64…`` the launch before).
+when the first two committed CSVs were measured the rule ran 64-key tiles everywhere, and since then
+split short-grid kivi2 decodes run 128 (there ``rule`` is the 128-key row and ``t64…`` the launch
+before); in the ``--full`` CSV ``rule`` is already the 64-key launch.
 Writes ``lowbit_tile_ab.csv`` into the folder given as the first argument (default ``.``). With
 ``--kivi`` after it: the KIVI schemes only, with 64- to 256-key tiles, on the short grids and on
 B=16 and B=64 (``lowbit_tile_kivi_ab.csv``). With ``--full``: the full grids that split only to fill
