@@ -15,11 +15,13 @@ The targets it checks (printed, and written to ``lowbit_targets_<device>.csv``):
 Each low-bit scheme is timed in its default path (the launch rule's shape of the fused kernel for
 decode, dequantize-first for prefill) and, for prefill, also in the fused kernel (``VARIANTS``);
 ``--sweep`` adds the shapes the rule was chosen from (``SWEEP_VARIANTS``: key tile, warps, pipeline
-stages, split-K). Every shape is written to ``lowbit_sweep_<device>.csv``; the default path goes to
+stages, split-K); ``--int8-dots`` adds the int4 decodes on int8 tensor-core dots. Every shape is
+written to ``lowbit_sweep_<device>.csv``; the default path goes to
 ``lowbit_<device>.csv`` and the targets, with the best shape of the sweep beside it.
 
 Usage (needs an NVIDIA GPU):
-``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR] [--case decode64 ...] [--sweep | --candidate]``.
+``PYTHONPATH=. python benchmarks/lowbit_bench.py [--out DIR] [--case decode64 ...] [--sweep | --candidate |
+--int8-dots]``.
 Writes ``lowbit_<device>.csv``, ``lowbit_sweep_<device>.csv`` and ``lowbit_targets_<device>.csv`` to DIR
 (default benchmarks/results).
 """
@@ -76,6 +78,12 @@ CANDIDATE_VARIANTS = {
     ("decode", 64, "kivi"): ({}, dict(packed_fma=True)),
     ("decode", 1, "int4"): ({}, dict(num_stages=3)),
     ("decode", 1, "kivi"): ({}, dict(packed_fma=True), dict(num_stages=3)),
+}
+#: ``--int8-dots``: the int4 decodes also on int8 tensor-core dots (``kernels/lowbit_int8_dot.py``, opt-in)
+INT8_DOT_VARIANTS = {
+    **VARIANTS,
+    ("decode", 64, "int4"): ({}, dict(int8_dots=True)),
+    ("decode", 1, "int4"): ({}, dict(int8_dots=True)),
 }
 #: untimed CUDA-graph replays before each timed row (3 left the first-timed row of a scheme 5-10% slow
 #: in the v7 runs)
@@ -177,6 +185,7 @@ def run(out_dir: str, repeats: int, cases: tuple = CASES, variants: dict | None 
                                backend=("kvlab-triton" if i == 0 else "kvlab-triton-sweep")
                                + ("-byte-unpack" if tried[i].get("fast_unpack") is False else "")
                                + ("-packed-fma" if tried[i].get("packed_fma") else "")
+                               + ("-int8-dots" if tried[i].get("int8_dots") else "")
                                + (f"-{step}-tiles-per-step" if step > 1 else "")
                                + (f"-{calls[0].block_m}-rows" if kind == "prefill" and scheme != "bfloat16"
                                   else "")
@@ -224,6 +233,8 @@ def target_rows(rows: list[BenchRow], swept: list[BenchRow] | None = None) -> li
         prefill_rows = f", {rows.group(1)} rows" if rows else ""
         if r.backend.endswith("-dequantize-first"):
             prefill_rows += ", dequantized first"
+        if "-int8-dots" in r.backend:
+            prefill_rows += ", int8 dots"
         return (f"tile {r.tile_n} x {step} a step, {r.num_warps} warps, {r.num_stages} stages, "
                 f"{r.num_splits} splits, cap {r.max_registers}{prefill_rows}")
 
@@ -261,7 +272,10 @@ if __name__ == "__main__":
                     help="also time the launch shapes the rule was chosen from (SWEEP_VARIANTS)")
     ap.add_argument("--candidate", action="store_true",
                     help="also time the variants still open beside the default (CANDIDATE_VARIANTS)")
+    ap.add_argument("--int8-dots", action="store_true",
+                    help="also time the int4 decodes on int8 tensor-core dots (INT8_DOT_VARIANTS)")
     a = ap.parse_args()
     names = a.case or [f"{c[0]}{c[1]}" for c in CASES]  # in the order given: the first is measured first
     run(a.out, a.repeats, tuple(c for n in names for c in CASES if f"{c[0]}{c[1]}" == n),
-        SWEEP_VARIANTS if a.sweep else CANDIDATE_VARIANTS if a.candidate else VARIANTS)
+        SWEEP_VARIANTS if a.sweep else CANDIDATE_VARIANTS if a.candidate else
+        INT8_DOT_VARIANTS if a.int8_dots else VARIANTS)

@@ -36,12 +36,13 @@ PTX_COUNTS = ("cvt.", "ld.shared", "st.shared", "ldmatrix", "cp.async", "ld.glob
 
 def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: int | None,
            ptx_dir: str | None, maxnreg: int | None = None, step: int | None = None,
-           packed_fma: bool = False) -> str:
+           packed_fma: bool = False, int8_dots: bool = False) -> str:
     ex = build_paged_example([new], [300], num_q_heads=32, num_kv_heads=8, head_size=128, scheme=scheme,
                              query_dtype=torch.bfloat16)
     call = call_mod.prepare_lowbit_attention(ex.query, ex.cache, ex.batch, tile_n=tile, num_warps=warps,
                                              num_stages=stages, max_registers=maxnreg,
-                                             tiles_per_step=step, packed_fma=packed_fma)
+                                             tiles_per_step=step, packed_fma=packed_fma,
+                                             int8_dots=int8_dots)
     launch = call._launch
     kernel = compile_sm90(lowbit_attention_kernel, launch.args, launch.kernel_consts(), call.num_warps,
                           call.options["num_stages"], maxnreg or call.options.get("maxnreg"))
@@ -49,7 +50,7 @@ def report(scheme: str, new: int, tile: int | None, warps: int | None, stages: i
     ptx = kernel.asm["ptx"]
     if ptx_dir:
         stem = os.path.join(ptx_dir, f"lowbit_{scheme}_{new}_{call.tile_n}x{call.tiles_per_step}"
-                                     f"{'_packed_fma' if packed_fma else ''}")
+                                     f"{'_packed_fma' if packed_fma else ''}{'_int8' if int8_dots else ''}")
         with open(stem + ".ptx", "w") as f:
             f.write(ptx)
         with open(stem + ".cubin", "wb") as f:  # SASS: cuobjdump -sass (Triton's own copy) on this file
@@ -72,11 +73,14 @@ if __name__ == "__main__":
     ap.add_argument("--step", type=int, help="key tiles per loop step")
     ap.add_argument("--packed-fma", action="store_true",
                     help="KIVI's c*s + z as packed fma.rn.f16x2 (notes v7)")
+    ap.add_argument("--int8", action="store_true",
+                    help="int4's decode on int8 tensor-core dots (kernels.lowbit_int8_dot)")
     ap.add_argument("--new", type=int, action="append", help="new tokens per program's sequence (1 = decode)")
     ap.add_argument("schemes", nargs="*", default=["int4_per_token_head", "kivi4", "kivi2"])
     a = ap.parse_args()
     for scheme in a.schemes:
         for new in a.new or [c[1] for c in CASES]:
             for t in a.tile or [None]:
-                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, a.packed_fma),
+                print(report(scheme, new, t, a.warps, a.stages, a.ptx, a.maxnreg, a.step, a.packed_fma,
+                             a.int8),
                       flush=True)

@@ -23,6 +23,10 @@ are still dequantized one after another (the registers of one tile, the bytes of
 H100 this helped less than the bytes suggest (B=64 kivi2: 2,692 µs at one tile a step, 2,452 µs at
 four; ``benchmarks/lowbit_notes.md`` says what bounds the step instead).
 
+**int8 dots (int4, opt-in).** ``INT8_DOTS`` runs the loop of :mod:`kvlab.kernels.lowbit_int8_tile`
+instead: integer products on codes that are never converted to floats, the query and the
+probabilities rounded to int8 per row (:mod:`kvlab.kernels.lowbit_int8_dot`).
+
 Reading a never-written slot reads NaN scales (the cache is poisoned at allocation), so it shows.
 The host side (checks, launch shape, split-K workspace) is :mod:`kvlab.kernels.lowbit_attention_call`.
 """
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 from kvlab.kernels.attention_tile import key_tile_range
 from kvlab.kernels.dependent_launch import trigger_dependents
+from kvlab.kernels.lowbit_int8_tile import attend_int8_tile, transposed_int8_query
 from kvlab.kernels.lowbit_tile import attend_lowbit_tile
 from kvlab.kernels.numerics import round_to_dot_dtype, to_fp32, to_storage
 from kvlab.kernels.runtime import tl, triton
@@ -89,7 +94,7 @@ def lowbit_attention_kernel(
     HALF_DEQ: tl.constexpr, Q_POW2_SCALE: tl.constexpr,
     USE_WINDOW: tl.constexpr, USE_SOFTCAP: tl.constexpr, SPLIT_K: tl.constexpr, INTERPRET_: tl.constexpr,
     STEP_TILES: tl.constexpr, ASM0: tl.constexpr, ASM1: tl.constexpr, ASM2: tl.constexpr, ASM3: tl.constexpr,
-    LAUNCH_DEPENDENTS: tl.constexpr, SEQ_BY_PROGRAM: tl.constexpr,
+    LAUNCH_DEPENDENTS: tl.constexpr, SEQ_BY_PROGRAM: tl.constexpr, INT8_DOTS: tl.constexpr = False,
 ):
     if LAUNCH_DEPENDENTS:
         # the merge kernel may be launched now: it waits for this grid's partials by itself
@@ -126,6 +131,7 @@ def lowbit_attention_kernel(
     else:
         q2 = q0
         q3 = q1
+    f0, f1 = q0, q1  # fp32, for the int8 dots
     if Q_POW2_SCALE:  # bf16 query, fp16 dots: scale into fp16's range by a power of two (exact)
         amax = tl.maximum(tl.max(tl.max(tl.abs(q0), axis=1), axis=0),
                           tl.max(tl.max(tl.abs(q1), axis=1), axis=0))
@@ -159,14 +165,28 @@ def lowbit_attention_kernel(
     # a step's later tiles past the loop's range see no keys (they belong to the residual or to the
     # next split-K segment): the key range is cut at the loop's last tile
     packed_end = tl.minimum(kv_end, packed_hi * TILE_N)
-    for t in range(tile_lo, packed_hi, STEP_TILES):
-        for k in tl.static_range(STEP_TILES):
-            m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
-                t + k, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, packed_end,
-                kv_head, bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr,
-                qk_scale, softcap, window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV, DVP, DVP_PAD, BITS, P, G,
-                KIVI, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE, DOT_PRECISION, USE_WINDOW, USE_SOFTCAP,
-                INTERPRET_, ASM0, ASM1, ASM2, ASM3)
+    if INT8_DOTS:  # int4 on int8 dots, keys and channels as the dots' rows (kernels.lowbit_int8_tile)
+        qt0, qt1, q_scale = transposed_int8_query(f0, f1, qk_scale)
+        at0 = tl.zeros([DVP_PAD, BLOCK_M], tl.float32)
+        at1 = tl.zeros([DVP_PAD, BLOCK_M], tl.float32)
+        for t in range(tile_lo, packed_hi, STEP_TILES):
+            for k in tl.static_range(STEP_TILES):
+                m_i, l_i, at0, at1 = attend_int8_tile(
+                    t + k, qt0, qt1, q_scale, m_i, l_i, at0, at1, q_pos, row_valid, kv_start, packed_end,
+                    kv_head, bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, softcap, window, NUM_KV_HEADS, DP,
+                    DP_PAD, DV, DVP, DVP_PAD, BLOCK_SIZE, TILE_N, USE_WINDOW, USE_SOFTCAP,
+                    ASM0, ASM1, ASM2, ASM3)
+        a0 = tl.trans(at0)
+        a1 = tl.trans(at1)
+    else:
+        for t in range(tile_lo, packed_hi, STEP_TILES):
+            for k in tl.static_range(STEP_TILES):
+                m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(
+                    t + k, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start,
+                    packed_end, kv_head, bt_row, kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr,
+                    rv_ptr, rpage_ptr, qk_scale, softcap, window, False, NUM_KV_HEADS, D, DP, DP_PAD, DV,
+                    DVP, DVP_PAD, BITS, P, G, KIVI, BLOCK_SIZE, TILE_N, HALF_DEQ, DOT_DTYPE,
+                    DOT_PRECISION, USE_WINDOW, USE_SOFTCAP, INTERPRET_, ASM0, ASM1, ASM2, ASM3)
     if KIVI:
         for t in range(tl.maximum(tile_lo, t_mid), tile_hi):
             m_i, l_i, a0, a1, a2, a3 = attend_lowbit_tile(

@@ -23,7 +23,7 @@ from kvlab.kernels.lowbit_attention import lowbit_attention_kernel
 from kvlab.kernels.lowbit_launch import choose_lowbit_launch
 from kvlab.kernels.lowbit_launch import prefill_rows as default_prefill_rows
 from kvlab.kernels.lowbit_prefill import DequantizedPrefillCall, prepare_dequantized_prefill
-from kvlab.kernels.lowbit_unpack_asm import MAGIC, unpack_asm, unpack_fma_asm
+from kvlab.kernels.lowbit_unpack_asm import MAGIC, times16_int8_asm, unpack_asm, unpack_fma_asm
 from kvlab.kernels.runtime import INTERPRET
 from kvlab.kernels.split_reduce import SplitKLaunch, split_workspace
 from kvlab.validation import require_positive_int
@@ -90,6 +90,7 @@ def prepare_lowbit_attention(
     max_registers: int | None = None,
     fast_unpack: bool = True,
     packed_fma: bool = False,
+    int8_dots: bool = False,
     tiles_per_step: int | None = None,
     prefill_rows: int | None = None,
 ) -> LowBitAttentionCall:
@@ -97,6 +98,9 @@ def prepare_lowbit_attention(
     plus launch overrides for sweeps (``num_warps``, ``num_stages``, ``max_registers``, ``fast_unpack``,
     ``packed_fma``: KIVI's ``c · s + z`` as packed ``fma.rn.f16x2`` in the unpack's PTX, else as
     Triton's scalar fp16 FMAs (the default: packed measured no faster, ``benchmarks/lowbit_notes.md`` v7),
+    ``int8_dots``: an int4 cache's attention on int8 tensor-core dots, the query and ``p · v_scale``
+    rounded to int8 per row (:mod:`kvlab.kernels.lowbit_int8_dot`; about 13% faster for a full B=64
+    decode grid on an H100, adding that rounding's error; int4 caches only, key tiles of >= 32 keys),
     and ``prefill_rows``: query rows of one prefill program, 16 to 256, default the launch rule's)."""
     sigma, out, query = check_attention_call(query, cache, batch, stored=cache.key_codes, scale=scale,
                                              sliding_window=sliding_window, softcap=softcap, out=out,
@@ -126,6 +130,13 @@ def prepare_lowbit_attention(
         num_warps=None if num_warps is None else require_positive_int(num_warps, "num_warps"),
         bits=cache.scheme.bits)
     tile, step, num_splits = shape.tile_n, shape.tiles_per_step, shape.num_splits
+    int8 = bool(int8_dots)
+    if int8 and cache.is_kivi:
+        raise ValueError(f"int8_dots applies to int4_per_token_head caches only, not {cache.scheme.name} "
+                         f"(a KIVI code's scale and zero point belong to a channel or a group, not to a row)")
+    if int8 and not INTERPRET and tile < 32:
+        raise ValueError(f"int8_dots needs key tiles of at least 32 keys on the GPU (the depth of an int8 "
+                         f"tensor-core product), got tile_n={tile}")
     part_acc, part_stat = split_workspace(out, num_splits)
     sch, kivi, dummy, dev = cache.scheme, cache.is_kivi, cache.key_scale, query.device
     args = (
@@ -145,7 +156,9 @@ def prepare_lowbit_attention(
     dot = torch.float16 if half else query.dtype
     fma2 = half and packed_fma  # KIVI's c·s + z two codes per instruction (kernels.lowbit_dequant)
     asm = [""] * 4
-    if fast_unpack and not INTERPRET and dot in MAGIC:
+    if fast_unpack and not INTERPRET and int8:  # K parts in ASM0/1, V parts in ASM2/3 (free at 4 bits)
+        asm = [times16_int8_asm(k) for k in (0, 1, 0, 1)]
+    elif fast_unpack and not INTERPRET and dot in MAGIC:
         asm[:sch.codes_per_byte] = [unpack_fma_asm(sch.bits, k) if fma2 else
                                     unpack_asm(sch.bits, k, dot, 0 if kivi else 8)
                                     for k in range(sch.codes_per_byte)]
@@ -160,7 +173,8 @@ def prepare_lowbit_attention(
         HALF_DEQ=(2 if fma2 else 1) if half else 0, Q_POW2_SCALE=half and query.dtype == torch.bfloat16,
         SEQ_BY_PROGRAM=all(q == 1 for q in batch.query_lens),
         USE_WINDOW=sliding_window is not None, USE_SOFTCAP=softcap is not None, SPLIT_K=num_splits > 1,
-        INTERPRET_=INTERPRET, STEP_TILES=step, ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
+        INTERPRET_=INTERPRET, INT8_DOTS=int8, STEP_TILES=step,
+        ASM0=asm[0], ASM1=asm[1], ASM2=asm[2], ASM3=asm[3],
     )
     num_warps = shape.num_warps
     num_stages = shape.num_stages if num_stages is None else num_stages

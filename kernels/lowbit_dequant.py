@@ -90,3 +90,15 @@ def kivi_dequant(b, K: tl.constexpr, BITS: tl.constexpr, s, z, ASM: tl.constexpr
 def half_of_word(w, K: tl.constexpr):
     """fp16 number ``K`` (from the low end) of integer words ``w``."""
     return ((w >> (16 * K)) & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True)
+
+
+@triton.jit
+def code_times16_int8(b, K: tl.constexpr, ASM: tl.constexpr):
+    """``16 · (code − 8)`` of the 4-bit codes at position ``K`` of bytes ``b``, as int8 operands of
+    the int8 dots: one ``lop3`` per four codes with the host's PTX
+    (:func:`kvlab.kernels.lowbit_unpack_asm.times16_int8_asm`), else Triton's integer ops (the
+    interpreter). The factor 16 is taken off with the scales."""
+    if ASM != "":
+        return tl.inline_asm_elementwise(ASM, "=r,r", [b], dtype=tl.int8, is_pure=True, pack=4)
+    else:
+        return ((code_part(b, K, 4).to(tl.int32) - 8) * 16).to(tl.int8)

@@ -160,6 +160,24 @@ def value_bytes(vc_ptr, vs_ptr, vz_ptr, blk_b, n_valid, kv_head, NUM_KV_HEADS: t
 
 
 @triton.jit
+def tile_slots(t, kv_start, kv_end, kv_head, bt_row, NUM_KV_HEADS: tl.constexpr, BLOCK_SIZE: tl.constexpr,
+               TILE_N: tl.constexpr):
+    """Where key tile ``t`` lives: its key positions ``n`` and which lie in ``[kv_start, kv_end)``,
+    each key's cache block and row of the per-(slot, head) arrays (``[TILE_N]``), and the tile's
+    ``TILE_N / B`` blocks with which of them hold a key of the range (``[TILE_N / B]``)."""
+    BPT: tl.constexpr = TILE_N // BLOCK_SIZE
+    n = t * TILE_N + tl.arange(0, TILE_N)
+    n_valid = (n >= kv_start) & (n < kv_end)
+    blk = tl.load(bt_row + n // BLOCK_SIZE, mask=n_valid, other=0).to(tl.int64)
+    slot_row = (blk * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head
+    offs_b = tl.arange(0, BPT)
+    first = t * TILE_N + offs_b * BLOCK_SIZE
+    b_valid = (first + BLOCK_SIZE > kv_start) & (first < kv_end)
+    blk_b = tl.load(bt_row + t * BPT + offs_b, mask=b_valid, other=0).to(tl.int64)
+    return n, n_valid, blk, slot_row, blk_b, b_valid
+
+
+@triton.jit
 def attend_lowbit_tile(
     t, q0, q1, q2, q3, m_i, l_i, a0, a1, a2, a3, q_pos, row_valid, kv_start, kv_end, kv_head, bt_row,
     kc_ptr, vc_ptr, ks_ptr, vs_ptr, kz_ptr, vz_ptr, rk_ptr, rv_ptr, rpage_ptr, qk_scale, softcap, window,
@@ -173,14 +191,8 @@ def attend_lowbit_tile(
     """Fold key tile ``t`` into the online softmax ``(m_i, l_i)`` and the ``P`` accumulator parts
     ``a0 .. a3`` (``a2``, ``a3`` pass through unused when ``P == 2``)."""
     BPT: tl.constexpr = TILE_N // BLOCK_SIZE  # whole cache blocks per tile
-    n = t * TILE_N + tl.arange(0, TILE_N)
-    n_valid = (n >= kv_start) & (n < kv_end)
-    blk = tl.load(bt_row + n // BLOCK_SIZE, mask=n_valid, other=0).to(tl.int64)
-    slot_row = (blk * BLOCK_SIZE + n % BLOCK_SIZE) * NUM_KV_HEADS + kv_head  # [TILE_N]
-    offs_b = tl.arange(0, BPT)
-    first = t * TILE_N + offs_b * BLOCK_SIZE
-    b_valid = (first + BLOCK_SIZE > kv_start) & (first < kv_end)
-    blk_b = tl.load(bt_row + t * BPT + offs_b, mask=b_valid, other=0).to(tl.int64)  # [BPT] blocks
+    n, n_valid, blk, slot_row, blk_b, b_valid = tile_slots(t, kv_start, kv_end, kv_head, bt_row, NUM_KV_HEADS,
+                                                           BLOCK_SIZE, TILE_N)
     if MIXED:
         page = tl.load(rpage_ptr + blk, mask=n_valid, other=-1).to(tl.int64)
         from_res = n_valid & (page >= 0)

@@ -60,3 +60,21 @@ def unpack_fma_asm(bits: int, part: int) -> str:
     """
     body = _unpack_lines(bits, part, torch.float16, 0, ("a", "b"))
     return "\n".join(["{"] + body + ["fma.rn.f16x2 $0, a, $3, $5;", "fma.rn.f16x2 $1, b, $4, $6;", "}"])
+
+
+def times16_int8_asm(part: int) -> str:
+    """PTX turning four code bytes (``$1``) into ``16 · (code_k − 8)`` as four int8 (``$0``), where
+    ``code_k`` is the 4-bit code at position ``part`` of its byte: the int8 dots of
+    :mod:`kvlab.kernels.lowbit_int8_dot`.
+
+    The code is moved to the high nibble of its byte (a left shift of the word for part 0; the mask
+    drops what the shift carries in from the byte below) and its top bit flipped: one ``lop3``
+    computing ``(x & 0xF0) ^ 0x80`` per byte. As a signed byte that is ``16 · code − 128``, exactly
+    ``16 · (code − 8)``. Example, part 1: byte ``0xA3`` → code 10 → ``0xA0 ^ 0x80 = 0x20`` = 32.
+    """
+    if part not in (0, 1):
+        raise ValueError(f"a 4-bit code is part 0 or 1 of its byte, got {part}")
+    lop = "lop3.b32 $0, {}, 0xf0f0f0f0, 0x80808080, 0x6a;"
+    if part:
+        return lop.format("$1")
+    return "\n".join(["{", ".reg .b32 t;", "shl.b32 t, $1, 4;", lop.format("t"), "}"])

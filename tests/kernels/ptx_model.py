@@ -7,12 +7,14 @@ GPU. Each instruction is modelled from the PTX ISA's definition, not from the co
 * ``mov.b32``, ``xor.b32``, ``and.b32``, ``shr.b32``, ``shl.b32`` (the bits shifted past bit 31 are lost);
 * ``prmt.b32 d, a, b, sel``: byte ``i`` of ``d`` is byte ``sel[4i:4i+3]`` of the 8-byte pool ``b:a``,
   or, when the nibble's top bit ``sel[4i+3]`` is set, that byte's sign bit copied into all 8 bits;
-* ``lop3.b32`` with the look-up table ``0xEA``, i.e. ``(a & b) | c`` (the only one modelled);
+* ``lop3.b32 d, a, b, c, lut``: bit ``k`` of ``d`` is bit ``4·a_k + 2·b_k + c_k`` of ``lut`` (so
+  ``0xEA`` is ``(a & b) | c`` and ``0x6A`` is ``(a & b) ^ c``);
 * ``sub.rn``, ``mul.rn`` and ``fma.rn`` on packed pairs (``f16x2``, ``bf16x2``): each 16-bit half on its own,
   computed in float64 and rounded once to the half's format (exact in float64 for the operands these
   tests use: 16-bit numbers of moderate exponents).
 
-Registers are b32 integers; ``$0`` and ``$1`` are the outputs, inputs start at ``$2``.
+Registers are b32 integers; the first ``outputs`` of ``$0, $1, ...`` are the outputs (two by default),
+the inputs follow.
 """
 
 from __future__ import annotations
@@ -42,9 +44,16 @@ def _packed(op, dtype: torch.dtype, *words: int) -> int:
 _PACKED_DTYPES = {"f16x2": torch.float16, "bf16x2": torch.bfloat16}
 
 
-def run_ptx(asm: str, inputs: list[int]) -> tuple[int, int]:
-    """Execute ``asm`` with b32 inputs ``$2, $3, ...``; the two b32 outputs ``($0, $1)``."""
-    regs = {f"${2 + i}": w for i, w in enumerate(inputs)}
+def _lop3(a: int, b: int, c: int, lut: int) -> int:
+    """PTX ``lop3.b32``: any function of three inputs, bit by bit, from its 8-entry truth table."""
+    bits = ((lut >> (4 * ((a >> k) & 1) + 2 * ((b >> k) & 1) + ((c >> k) & 1))) & 1 for k in range(32))
+    return sum(bit << k for k, bit in enumerate(bits))
+
+
+def run_ptx(asm: str, inputs: list[int], outputs: int = 2) -> tuple[int, ...]:
+    """Execute ``asm`` with b32 inputs ``$outputs, ...`` (``$2, $3, ...`` by default); the b32 outputs
+    ``($0, ..)``."""
+    regs = {f"${outputs + i}": w for i, w in enumerate(inputs)}
 
     def val(x: str) -> int:
         return regs[x] if x in regs else int(x, 0)
@@ -72,8 +81,7 @@ def run_ptx(asm: str, inputs: list[int]) -> tuple[int, int]:
             picked = [pool[n & 7] if n < 8 else (0xFF if pool[n & 7] & 0x80 else 0) for n in nibbles]
             regs[a[0]] = int.from_bytes(bytes(picked), "little")
         elif op == "lop3.b32":
-            assert int(a[4], 0) == 0xEA, "only the table 0xEA, (a & b) | c, is modelled"
-            regs[a[0]] = (val(a[1]) & val(a[2])) | val(a[3])
+            regs[a[0]] = _lop3(val(a[1]), val(a[2]), val(a[3]), int(a[4], 0))
         elif op.startswith("fma.rn.") and kind in _PACKED_DTYPES:
             operands = (val(a[1]), val(a[2]), val(a[3]))
             regs[a[0]] = _packed(lambda x, y, z: x * y + z, _PACKED_DTYPES[kind], *operands)
@@ -83,7 +91,7 @@ def run_ptx(asm: str, inputs: list[int]) -> tuple[int, int]:
             regs[a[0]] = _packed(lambda x, y: x - y, _PACKED_DTYPES[kind], val(a[1]), val(a[2]))
         else:
             raise AssertionError(f"unmodelled instruction {op}")
-    return regs["$0"], regs["$1"]
+    return tuple(regs[f"${i}"] for i in range(outputs))
 
 
 def output_halves(outputs: tuple[int, int], dtype: torch.dtype) -> list[float]:
