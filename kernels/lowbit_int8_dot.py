@@ -49,9 +49,3 @@ def row_inverse_scale(amax):
     """``127 / amax`` per row, 0 for an all-zero row (its codes are then 0 and so is its scale)."""
     return tl.where(amax > 0, 127.0 / tl.where(amax > 0, amax, 1.0), 0.0)
 
-
-@triton.jit
-def quantize_rows_int8(x):
-    """Rows of fp32 ``x`` ``[M, N]`` as int8 codes and their scales ``max|row| / 127`` (``[M]``)."""
-    amax = tl.max(tl.abs(x), axis=1)
-    return int8_codes(x, row_inverse_scale(amax)[:, None]), amax / 127.0
