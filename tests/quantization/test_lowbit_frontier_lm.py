@@ -35,3 +35,20 @@ def test_baseline_first_and_a_scheme_that_does_not_fit_gets_a_note(rows):
     assert base.tokens == 16 and math.isfinite(base.perplexity)
     bad = rows["kivi2_g128"]
     assert math.isnan(bad.perplexity) and "G=128" in bad.note and "64" in bad.note
+
+
+def test_the_committed_frontier_table_is_what_the_model_gives_now():
+    """``benchmarks/results/frontier.csv`` (quoted in ``docs/lowbit_schemes.md``) must be the numbers
+    the scoring path gives today: its model columns once went stale after a change to that path. Two
+    schemes at the file's 512 tokens, against the file's values as written (4 significant digits)."""
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "frontier.csv"
+    with path.open(newline="") as f:
+        table = {r["scheme"]: r for r in csv.DictReader(f)}
+    now = model_quality(["int4_per_token_head", "kivi2_g32_r8"], max_tokens=512)
+    for scheme in ("int4_per_token_head", "kivi2_g32_r8"):
+        row = table[scheme]
+        assert now[scheme].perplexity == pytest.approx(float(row["lm_perplexity"]), rel=1e-3), scheme
+        assert now[scheme].top1_agreement == pytest.approx(float(row["lm_top1_agreement"]), abs=1e-3), scheme
