@@ -39,7 +39,7 @@ def test_baseline_first_and_a_scheme_that_does_not_fit_gets_a_note(rows):
 
 def test_the_committed_frontier_table_is_what_the_model_gives_now():
     """``benchmarks/results/frontier.csv`` (quoted in ``docs/lowbit_schemes.md``) must be the numbers
-    the scoring path gives today: its model columns once went stale after a change to that path. Two
+    the scoring path gives today: its model columns once went stale unnoticed. Two
     schemes at the file's 512 tokens, against the file's values as written (4 significant digits)."""
     import csv
     from pathlib import Path
