@@ -155,10 +155,25 @@ def element_bytes(scheme: str) -> int:
 
 
 def shape_name(shape: tuple) -> str:
-    """``(tile, splits[, stages[, warps[, register cap]]])`` → ``t128s66``, ``t64s66n3``,
-    ``t128s33n2w8``, ``t64s82n2w4r96``."""
+    """``(tile, splits[, stages[, warps[, register cap[, tiles a step]]]])`` → ``t128s66``, ``t64s66n3``,
+    ``t128s33n2w8``, ``t64s82n2w4r96``; :func:`parse_shape` reads it back."""
     tile, splits, *rest = shape
-    return f"t{tile}s{splits}" + "".join(f"{k}{v}" for k, v in zip("nwr", rest, strict=False))
+    return f"t{tile}s{splits}" + "".join(f"{k}{v}" for k, v in zip("nwrp", rest, strict=False))
+
+
+_SHAPE = re.compile(r"t(\d+)s(\d+)(?:n(\d+))?(?:w(\d+))?(?:r(\d+))?(?:p(\d+))?")
+
+
+def parse_shape(name: str) -> dict:
+    """A :func:`shape_name` (any of ``n``, ``w``, ``r``, ``p`` may be left out) as the launch options of
+    the prepare functions: ``tile_n``, ``num_splits``, ``num_stages``, ``num_warps``, ``max_registers``,
+    ``tiles_per_step`` (``None`` where left out). ``t64s82n2w4r96`` → 64, 82, 2, 4, 96, None."""
+    m = _SHAPE.fullmatch(name)
+    if m is None:
+        raise ValueError(f"not a launch shape name (t<tile>s<splits>[n<stages>][w<warps>][r<cap>][p<step>]): "
+                         f"{name!r}")
+    keys = ("tile_n", "num_splits", "num_stages", "num_warps", "max_registers", "tiles_per_step")
+    return {k: int(v) if v else None for k, v in zip(keys, m.groups(), strict=True)}
 
 
 def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[dict]:
@@ -169,9 +184,9 @@ def measure_shapes(ctx, config, case, scheme, cache, batches, shapes) -> list[di
         if variant == "rule":
             calls = prepare_calls(case, scheme, cache, batches)
         else:
-            pattern = r"t(\d+)s(\d+)(?:n(\d+))?(?:w(\d+))?(?:r(\d+))?"
-            tile, splits, stages, warps, cap = (int(x) if x else None
-                                                for x in re.fullmatch(pattern, variant).groups())
+            shape = parse_shape(variant)
+            tile, splits, stages, warps, cap = (shape[k] for k in ("tile_n", "num_splits", "num_stages",
+                                                                   "num_warps", "max_registers"))
             calls = []
             for s in range(case.sets):
                 if scheme in LOWBIT:

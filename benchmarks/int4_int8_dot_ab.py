@@ -18,20 +18,17 @@ shapes. Each row has the error against float64 attention on the unquantized K/V.
 """
 
 import os
-import re
 
-from decode_ab_cases import alternate, prepare_calls, print_best, run_grid
+from decode_ab_cases import alternate, parse_shape, prepare_calls, print_best, run_grid
 
 from kvlab.kernels.lowbit_attention_call import prepare_lowbit_attention
 
 CASES = tuple(tuple(int(x) for x in c.split("x")) for c in
               os.environ.get("INT8_AB_CASES", "1x8192 1x32768 16x8192 64x8192 64x32768").split())
-#: int8 launches tried on full grids: ``int8_t<tile>s<splits>[n<stages>]w<warps>[r<register cap>]
-#: [p<tiles a step>]``
+#: int8 launches tried on full grids: ``int8_`` and a launch shape name (``decode_ab_cases.parse_shape``)
 _SHAPES = "int8_t128s1w4 int8_t128s1n3w4 int8_t128s1w4p2 int8_t256s1w4 int8_t256s3w4"
 FULL_GRID = tuple(os.environ.get("INT8_AB_SHAPES", _SHAPES).split())
 VARIANTS = ("rule", "int8") + FULL_GRID
-_SHAPE = re.compile(r"int8_t(\d+)s(\d+)(?:n(\d+))?w(\d+)(?:r(\d+))?(?:p(\d+))?")
 
 
 def measure(ctx, config, case, scheme, cache, batches):
@@ -45,11 +42,7 @@ def measure(ctx, config, case, scheme, cache, batches):
             shape = dict(tile_n=rule[0].tile_n, num_splits=rule[0].num_splits, num_warps=rule[0].num_warps,
                          max_registers=rule[0].options.get("maxnreg"))
             if variant != "int8":
-                tile, splits, stages, warps, cap, step = _SHAPE.fullmatch(variant).groups()
-                shape = dict(tile_n=int(tile), num_splits=int(splits), num_warps=int(warps),
-                             num_stages=int(stages) if stages else None,
-                             max_registers=int(cap) if cap else None,
-                             tiles_per_step=int(step) if step else None)
+                shape = parse_shape(variant.removeprefix("int8_"))
             calls = [prepare_lowbit_attention(case.queries[s], cache, batches[s], int8_dots=True, **shape)
                      for s in range(case.sets)]
         return calls, [c.run for c in calls]
