@@ -4,7 +4,8 @@
         --section WarpStateStats ... python3 benchmarks/profile_lowbit_decode.py kivi2 64 32768
 
 Arguments: scheme, batch, context (defaults: int4_per_token_head, 64, 32768), then launch options of
-``prepare_lowbit_attention`` as ``name=value`` (integers; ``packed_fma=0`` for the scalar FMAs).
+``prepare_lowbit_attention`` as ``name=value`` (integers; ``packed_fma=0`` for the scalar FMAs,
+``int8_dots=1`` for int4's int8 products).
 32 query / 8 KV heads, head 128, block 16, bf16 queries, N(0, 1) K/V written by the Triton writer.
 The call is launched twice: the first compiles, the second is the one to profile
 (``--launch-skip 1``); the output is checked finite.
@@ -25,8 +26,9 @@ scheme = sys.argv[1] if len(sys.argv) > 1 else "int4_per_token_head"
 batch = int(sys.argv[2]) if len(sys.argv) > 2 else 64
 context = int(sys.argv[3]) if len(sys.argv) > 3 else 32768
 opts = {k: int(v) for k, v in (a.split("=") for a in sys.argv[4:])}
-if "packed_fma" in opts:
-    opts["packed_fma"] = bool(opts["packed_fma"])
+for flag in ("packed_fma", "int8_dots"):
+    if flag in opts:
+        opts[flag] = bool(opts[flag])
 gen = torch.Generator(device="cuda").manual_seed(batch * 7 + context + 1)
 kv = random_kv(batch, context, HKV, D, torch.bfloat16, gen)
 cache, batches = lowbit_copies(scheme, kv, 1, 1, gen)

@@ -130,7 +130,9 @@ def prepare_lowbit_attention(
         num_warps=None if num_warps is None else require_positive_int(num_warps, "num_warps"),
         bits=cache.scheme.bits)
     tile, step, num_splits = shape.tile_n, shape.tiles_per_step, shape.num_splits
-    int8 = bool(int8_dots)
+    if not isinstance(int8_dots, bool):
+        raise ValueError(f"int8_dots must be True or False, got {int8_dots!r}")
+    int8 = int8_dots
     if int8 and cache.is_kivi:
         raise ValueError(f"int8_dots applies to int4_per_token_head caches only, not {cache.scheme.name} "
                          f"(a KIVI code's scale and zero point belong to a channel or a group, not to a row)")

@@ -135,6 +135,8 @@ def test_fp32_query_and_the_scheme_check(target, seed):
     _check_int8(target, ex)
     kivi = build_paged_example([1], [40], num_q_heads=8, num_kv_heads=2, head_size=64, scheme="kivi2",
                                seed=seed, device=target.device)
+    with pytest.raises(ValueError, match="int8_dots must be True or False, got 'yes'"):
+        prepare_lowbit_attention(ex.query, ex.cache, ex.batch, int8_dots="yes")
     with pytest.raises(ValueError, match="int8_dots applies to int4_per_token_head caches only, not kivi2"):
         prepare_lowbit_attention(kivi.query, kivi.cache, kivi.batch, int8_dots=True)
     if target.large:  # the interpreter takes any tile
